@@ -1,0 +1,234 @@
+package headway
+
+import (
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// MaxServerWait bounds every wait that headway reads from a server's headers.
+// Larger values (for example `Retry-After: 99999999999`) are clamped to it, so
+// arithmetic on them can never overflow; the retry layer then refuses to wait
+// that long anyway (see WithMaxWait).
+const MaxServerWait = 100 * 365 * 24 * time.Hour
+
+// Verdict is a server's explicit answer to "may this request be retried?",
+// as sent in `Stripe-Should-Retry` or `x-should-retry`.
+type Verdict int8
+
+const (
+	// VerdictNone means the server said nothing; headway decides by itself.
+	VerdictNone Verdict = iota
+	// VerdictRetry means the server asked the client to retry.
+	VerdictRetry
+	// VerdictDoNotRetry means the server asked the client not to retry.
+	VerdictDoNotRetry
+)
+
+// String returns "none", "retry" or "do-not-retry".
+func (v Verdict) String() string {
+	switch v {
+	case VerdictRetry:
+		return "retry"
+	case VerdictDoNotRetry:
+		return "do-not-retry"
+	default:
+		return "none"
+	}
+}
+
+// Observation is what one response's headers say about rate limiting. It is
+// produced by ParseHeaders, once per response, and shared by the retry and
+// pacing layers.
+type Observation struct {
+	// Status is the response's status code.
+	Status int
+	// RetryAfter is how long the server asked the client to wait before the
+	// next request, measured from the response's Date header when it has a
+	// valid one (so a client whose clock is off still waits the right time),
+	// otherwise from the time the response was received. It is never
+	// negative: a date in the past gives 0. Valid only when HasRetryAfter.
+	RetryAfter time.Duration
+	// HasRetryAfter reports whether a valid Retry-After (or one of its
+	// millisecond variants) was present.
+	HasRetryAfter bool
+	// RetryAfterHeader names the header RetryAfter was read from, in
+	// canonical form: "Retry-After-Ms", "X-Ms-Retry-After-Ms" or "Retry-After".
+	RetryAfterHeader string
+	// ShouldRetry is the server's explicit verdict, if it gave one.
+	ShouldRetry Verdict
+}
+
+// ParseHeaders reads what a response's headers say about rate limiting.
+// received is the time the response arrived; it is used only when the
+// response has no valid Date header to measure absolute times against.
+//
+// ParseHeaders is pure: it does no I/O, reads no clock and keeps no state.
+// Malformed, negative or absurd values never produce a negative or
+// unbounded duration: they are ignored, or clamped to MaxServerWait.
+func ParseHeaders(h http.Header, status int, received time.Time) Observation {
+	obs := Observation{Status: status}
+	if len(h) == 0 {
+		return obs
+	}
+	obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = retryAfterFrom(h, received)
+	obs.ShouldRetry = verdictFrom(h)
+	return obs
+}
+
+// retryAfterHeaders lists the headers that carry a retry delay, most precise
+// first: the millisecond variants (Azure, OpenAI) win over Retry-After.
+var retryAfterMsHeaders = [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"}
+
+func retryAfterFrom(h http.Header, received time.Time) (time.Duration, string, bool) {
+	for _, name := range retryAfterMsHeaders {
+		if v, ok := firstValue(h, name); ok {
+			if d, ok := parseDecimalDuration(v, time.Millisecond); ok {
+				return d, name, true
+			}
+		}
+	}
+	v, ok := firstValue(h, "Retry-After")
+	if !ok {
+		return 0, "", false
+	}
+	now := received
+	if dv, ok := firstValue(h, "Date"); ok {
+		if t, ok := parseHTTPDate(dv); ok {
+			now = t
+		}
+	}
+	d, ok := ParseRetryAfter(v, now)
+	if !ok {
+		return 0, "", false
+	}
+	return d, "Retry-After", true
+}
+
+// ParseRetryAfter parses one Retry-After value (RFC 9110, section 10.2.3):
+// delay-seconds (also the common fractional form "2.0"), or an HTTP-date in
+// any of its three forms (IMF-fixdate, RFC 850, asctime) and the common
+// variant with a "UTC" zone. A date is measured against now, which should be
+// the response's Date when it has one; a date in the past gives 0.
+//
+// ok is false for an empty, negative, signed or otherwise malformed value.
+// Huge values are clamped to MaxServerWait.
+func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
+	v := strings.Trim(value, " \t")
+	if v == "" {
+		return 0, false
+	}
+	if c := v[0]; c >= '0' && c <= '9' {
+		return parseDecimalDuration(v, time.Second)
+	}
+	t, ok := parseHTTPDate(v)
+	if !ok {
+		return 0, false
+	}
+	return untilClamped(now, t), true
+}
+
+// untilClamped returns t-now, clamped to [0, MaxServerWait].
+func untilClamped(now, t time.Time) time.Duration {
+	if !t.After(now) {
+		return 0
+	}
+	// Compare in seconds first: t.Sub saturates, but a date centuries ahead
+	// should still clamp to MaxServerWait rather than to MaxInt64.
+	if t.Unix()-now.Unix() > int64(MaxServerWait/time.Second) {
+		return MaxServerWait
+	}
+	return min(t.Sub(now), MaxServerWait)
+}
+
+// httpDateLayouts are the forms an HTTP-date takes in the wild: the three of
+// RFC 9110 and IMF-fixdate with a "UTC" zone (sethvargo/go-limiter and others).
+var httpDateLayouts = [...]string{
+	http.TimeFormat,                    // Sun, 06 Nov 1994 08:49:37 GMT
+	"Mon, 02 Jan 2006 15:04:05 UTC",    // the same with UTC
+	"Monday, 02-Jan-06 15:04:05 GMT",   // RFC 850
+	"Mon Jan _2 15:04:05 2006",         // asctime
+	"Mon, 2 Jan 2006 15:04:05 GMT",     // single-digit day, seen in the wild
+	"Monday, 02-Jan-2006 15:04:05 GMT", // RFC 850 with a four-digit year
+}
+
+func parseHTTPDate(v string) (time.Time, bool) {
+	v = strings.Trim(v, " \t")
+	if len(v) < len("Mon Jan 2 15:04:05 2006") || len(v) > 64 {
+		return time.Time{}, false
+	}
+	for _, layout := range httpDateLayouts {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// parseDecimalDuration reads a non-negative decimal number of units
+// ("2", "2.0", "0.25", "1500") with no sign, exponent or spaces. Values
+// beyond MaxServerWait are clamped to it.
+func parseDecimalDuration(v string, unit time.Duration) (time.Duration, bool) {
+	v = strings.Trim(v, " \t")
+	if v == "" {
+		return 0, false
+	}
+	var whole, frac float64
+	var scale float64 = 1
+	seenDot, digits := false, 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+			if seenDot {
+				if scale > 1e-12 { // further digits cannot matter at ns precision
+					scale /= 10
+					frac += float64(c-'0') * scale
+				}
+			} else if whole < 1e30 {
+				whole = whole*10 + float64(c-'0')
+			}
+		case c == '.' && !seenDot && digits > 0:
+			seenDot = true
+		default:
+			return 0, false
+		}
+	}
+	if v[len(v)-1] == '.' {
+		return 0, false
+	}
+	f := (whole + frac) * float64(unit)
+	if f >= float64(MaxServerWait) || math.IsInf(f, 0) {
+		return MaxServerWait, true
+	}
+	// Round up so that a server's "0.0001" is never read as "now".
+	return time.Duration(math.Ceil(f)), true
+}
+
+func verdictFrom(h http.Header) Verdict {
+	for _, name := range [...]string{"Stripe-Should-Retry", "X-Should-Retry"} {
+		v, ok := firstValue(h, name)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.EqualFold(strings.TrimSpace(v), "true"):
+			return VerdictRetry
+		case strings.EqualFold(strings.TrimSpace(v), "false"):
+			return VerdictDoNotRetry
+		}
+	}
+	return VerdictNone
+}
+
+// firstValue returns the first field line of the named header; name must be
+// in canonical form, as net/http stores the headers it reads.
+func firstValue(h http.Header, name string) (string, bool) {
+	vs := h[name]
+	if len(vs) == 0 {
+		return "", false
+	}
+	return vs[0], true
+}
