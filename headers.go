@@ -1,7 +1,7 @@
 package headway
 
 import (
-	"math"
+	"math/bits"
 	"net/http"
 	"strings"
 	"time"
@@ -168,27 +168,42 @@ func parseHTTPDate(v string) (time.Time, bool) {
 
 // parseDecimalDuration reads a non-negative decimal number of units
 // ("2", "2.0", "0.25", "1500") with no sign, exponent or spaces. Values
-// beyond MaxServerWait are clamped to it.
+// beyond MaxServerWait are clamped to it. The arithmetic is exact (integers,
+// not floats); a value that is not a whole number of nanoseconds is rounded
+// up, so that a server's "0.0001" is never read as "now".
 func parseDecimalDuration(v string, unit time.Duration) (time.Duration, bool) {
 	v = strings.Trim(v, " \t")
-	if v == "" {
+	if v == "" || unit <= 0 {
 		return 0, false
 	}
-	var whole, frac float64
-	var scale float64 = 1
-	seenDot, digits := false, 0
+	limit := int64(MaxServerWait / unit) // the most whole units that fit
+	var (
+		whole      int64  // saturates at limit+1
+		frac       int64  // the first 9 fractional digits, over 10^fracDigits
+		pow        uint64 = 1
+		fracDigits int
+		beyond     bool // a nonzero fractional digit after the 9th
+		seenDot    bool
+		digits     int // digits before the dot
+	)
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
 		case c >= '0' && c <= '9':
-			digits++
-			if seenDot {
-				if scale > 1e-12 { // further digits cannot matter at ns precision
-					scale /= 10
-					frac += float64(c-'0') * scale
-				}
-			} else if whole < 1e30 {
-				whole = whole*10 + float64(c-'0')
+			d := int64(c - '0')
+			switch {
+			case seenDot && fracDigits < 9:
+				frac = frac*10 + d
+				pow *= 10
+				fracDigits++
+			case seenDot:
+				beyond = beyond || d != 0
+			case whole > limit/10:
+				digits++
+				whole = limit + 1
+			default:
+				digits++
+				whole = whole*10 + d
 			}
 		case c == '.' && !seenDot && digits > 0:
 			seenDot = true
@@ -196,15 +211,20 @@ func parseDecimalDuration(v string, unit time.Duration) (time.Duration, bool) {
 			return 0, false
 		}
 	}
-	if v[len(v)-1] == '.' {
+	if seenDot && fracDigits == 0 { // "1."
 		return 0, false
 	}
-	f := (whole + frac) * float64(unit)
-	if f >= float64(MaxServerWait) || math.IsInf(f, 0) {
+	if whole > limit {
 		return MaxServerWait, true
 	}
-	// Round up so that a server's "0.0001" is never read as "now".
-	return time.Duration(math.Ceil(f)), true
+	// frac/pow < 1, so frac*unit/pow < unit: the quotient cannot overflow.
+	hi, lo := bits.Mul64(uint64(frac), uint64(unit))
+	q, r := bits.Div64(hi, lo, pow)
+	if r != 0 || beyond {
+		q++
+	}
+	d := time.Duration(whole)*unit + time.Duration(q) // <= MaxServerWait+unit
+	return min(d, MaxServerWait), true
 }
 
 func verdictFrom(h http.Header) Verdict {

@@ -1,0 +1,82 @@
+package headway
+
+import (
+	"sync"
+)
+
+// Default retry budget: retries of failures (5xx and transport errors) may
+// add at most 10% to the requests sent to one key, plus a reserve of 10.
+const (
+	DefaultBudgetRatio   = 0.1
+	DefaultBudgetReserve = 10
+)
+
+// RetryBudget bounds how many retries of failures (5xx and transport
+// errors) a client adds on top of its requests, per key, so that an outage is
+// not multiplied by every client's retries (gRPC A6 retry throttling, Finagle
+// RetryBudget, SRE book ch. 22). Retries of 429s are not counted: they are
+// governed by the server's Retry-After. Implementations must be safe for
+// concurrent use.
+type RetryBudget interface {
+	// Deposit records a new request (its first attempt) to key.
+	Deposit(key string)
+	// Withdraw asks for one retry to key and reports whether it is allowed.
+	Withdraw(key string) bool
+}
+
+// NewRetryBudget returns a token-bucket retry budget per key. Each key starts
+// with reserve tokens and can hold at most max(reserve, 1); every request
+// deposits ratio tokens and every retry withdraws one. Over N requests to a
+// key at most reserve + ratio*N retries happen, so with the defaults (0.1,
+// 10) a total outage costs about 1.1 attempts per request instead of
+// WithMaxAttempts. Negative arguments count as 0.
+//
+// The in-process budget keeps one small entry per key for the life of the
+// transport; keys are hosts by default (see WithKey), so this is bounded by
+// the number of hosts a client talks to.
+func NewRetryBudget(ratio float64, reserve int) RetryBudget {
+	ratio = max(ratio, 0)
+	reserve = max(reserve, 0)
+	return &tokenBudget{ratio: ratio, reserve: float64(reserve), max: float64(max(reserve, 1))}
+}
+
+type tokenBudget struct {
+	ratio, reserve, max float64
+	keys                sync.Map // string -> *budgetBucket
+}
+
+type budgetBucket struct {
+	mu     sync.Mutex
+	tokens float64
+}
+
+func (b *tokenBudget) bucket(key string) *budgetBucket {
+	if v, ok := b.keys.Load(key); ok {
+		return v.(*budgetBucket)
+	}
+	v, _ := b.keys.LoadOrStore(key, &budgetBucket{tokens: b.reserve})
+	return v.(*budgetBucket)
+}
+
+// Deposit implements RetryBudget.
+func (b *tokenBudget) Deposit(key string) {
+	if b.ratio == 0 {
+		return
+	}
+	k := b.bucket(key)
+	k.mu.Lock()
+	k.tokens = min(k.tokens+b.ratio, b.max)
+	k.mu.Unlock()
+}
+
+// Withdraw implements RetryBudget.
+func (b *tokenBudget) Withdraw(key string) bool {
+	k := b.bucket(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.tokens < 1 {
+		return false
+	}
+	k.tokens--
+	return true
+}

@@ -1,0 +1,75 @@
+package headway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+)
+
+// isTransient reports whether a transport error is worth another attempt:
+// the connection was refused, reset or cut short, or a network step timed
+// out. It is an allow-list: anything unrecognised (an invalid URL or scheme,
+// a TLS certificate that does not verify, a malformed request) is final.
+// The caller's own context being done is handled before this is consulted.
+func isTransient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if isCertificateError(err) {
+		return false
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ETIMEDOUT),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF):
+		return true
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return dnsErr.IsTimeout || dnsErr.IsTemporary
+	}
+	// Dial, TLS handshake and response-header timeouts of http.Transport.
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	// net/http and x/net/http2 report these without exported types.
+	msg := err.Error()
+	for _, s := range transientMessages {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+var transientMessages = [...]string{
+	"server closed idle connection",
+	"http2: server sent GOAWAY",
+	"http2: client connection lost",
+	"connection reset by peer",
+	"broken pipe",
+}
+
+// isCertificateError reports whether err is a TLS verification failure,
+// which no retry can fix.
+func isCertificateError(err error) bool {
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		invalid          x509.CertificateInvalidError
+		verification     *tls.CertificateVerificationError
+		record           tls.RecordHeaderError
+	)
+	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &verification) || errors.As(err, &record)
+}

@@ -1,0 +1,251 @@
+package headway
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Defaults of the recommended stack (NewTransport with no options).
+const (
+	DefaultMaxAttempts = 4
+	DefaultMaxWait     = time.Minute
+)
+
+// DefaultRetryStatuses are the statuses retried unless WithRetryStatuses says
+// otherwise: 408, 429, 500, 502, 503 and 504. 501 and 505 are never worth
+// retrying, and neither are other 4xx.
+var defaultRetryStatuses = []int{
+	http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+}
+
+// DefaultRetryStatuses returns the statuses retried by default.
+func DefaultRetryStatuses() []int { return append([]int(nil), defaultRetryStatuses...) }
+
+// An Option configures NewTransport, New or Wrap.
+type Option func(*config)
+
+type config struct {
+	retry, pace     bool
+	maxAttempts     int
+	maxWait         time.Duration
+	base, cap       time.Duration
+	jitter          Jitter
+	backoff         Backoff // user-supplied; nil builds one from base, cap, jitter
+	statuses        [600]bool
+	attemptTimeout  time.Duration
+	idempotencyKeys bool
+	retryAll        bool
+	bufferBody      int64
+	budget          RetryBudget
+	key             func(*http.Request) string
+	logger          *slog.Logger
+	onRetry         func(RetryEvent)
+	clock           Clock
+	src             rand.Source
+	rnd             *randSource
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{
+		retry:       true,
+		pace:        true,
+		maxAttempts: DefaultMaxAttempts,
+		maxWait:     DefaultMaxWait,
+		base:        DefaultBaseDelay,
+		cap:         DefaultMaxDelay,
+		jitter:      JitterFull,
+		budget:      NewRetryBudget(DefaultBudgetRatio, DefaultBudgetReserve),
+		key:         hostKey,
+		clock:       SystemClock{},
+	}
+	for _, code := range defaultRetryStatuses {
+		c.statuses[code] = true
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	c.rnd = newRandSource(c.src)
+	if c.backoff == nil {
+		c.backoff = NewBackoff(c.base, c.cap, c.jitter, c.src)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c *config) retryStatus(code int) bool {
+	return code >= 0 && code < len(c.statuses) && c.statuses[code]
+}
+
+// hostKey is the default key: requests to one host share pacing state and a
+// retry budget.
+func hostKey(req *http.Request) string { return req.URL.Host }
+
+// WithMaxAttempts sets how many attempts one request may take, the first
+// included (default DefaultMaxAttempts). n < 1 counts as 1: no retries.
+func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = max(n, 1) } }
+
+// WithMaxWait bounds a single wait between attempts (default
+// DefaultMaxWait). When the server's Retry-After asks for longer, headway
+// gives up at once, without sleeping, with a *RateLimitError (on a 429) or
+// the response itself (on a 5xx). d <= 0 restores the default.
+func WithMaxWait(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			d = DefaultMaxWait
+		}
+		c.maxWait = d
+	}
+}
+
+// WithBackoffDelays sets the exponential backoff's base and cap (defaults
+// DefaultBaseDelay and DefaultMaxDelay); see NewBackoff.
+func WithBackoffDelays(base, cap time.Duration) Option {
+	return func(c *config) { c.base, c.cap = base, cap }
+}
+
+// WithJitter sets how backoff delays are randomised (default JitterFull).
+func WithJitter(j Jitter) Option { return func(c *config) { c.jitter = j } }
+
+// WithBackoff replaces the backoff strategy altogether. The server's
+// Retry-After still wins over it: headway never retries sooner than the
+// server asked.
+func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff = b } }
+
+// WithRetryStatuses sets the response statuses that are retried (default
+// DefaultRetryStatuses). 5xx and 408 retries still follow the idempotency
+// rules; a 429 is retried for any method.
+func WithRetryStatuses(codes ...int) Option {
+	return func(c *config) {
+		c.statuses = [600]bool{}
+		for _, code := range codes {
+			if code >= 0 && code < len(c.statuses) {
+				c.statuses[code] = true
+			}
+		}
+	}
+}
+
+// WithAttemptTimeout bounds each attempt, up to the arrival of the response
+// headers; an attempt that takes longer is abandoned and, if the request may
+// be repeated, retried. The caller's context still bounds the whole request.
+// d <= 0 (the default) sets no per-attempt bound.
+func WithAttemptTimeout(d time.Duration) Option { return func(c *config) { c.attemptTimeout = d } }
+
+// WithIdempotencyKeys makes headway add a random 128-bit Idempotency-Key
+// header to POST and PATCH requests that have none, so that they become
+// safe to retry after a 5xx or a broken connection. Use it with servers that
+// honour the header (Stripe, Adyen, PayPal, ...): the key is the same on
+// every attempt of a request and differs between requests.
+func WithIdempotencyKeys() Option { return func(c *config) { c.idempotencyKeys = true } }
+
+// WithRetryAllMethods retries every method after a 5xx or a broken
+// connection, as if every request were idempotent.
+//
+// Dangerous: a POST that the server processed before failing is then sent
+// again, and an order or a payment can happen twice. Prefer
+// WithIdempotencyKeys.
+func WithRetryAllMethods() Option { return func(c *config) { c.retryAll = true } }
+
+// WithBodyBuffering lets headway retry requests whose body cannot be
+// rewound (no GetBody, as with a body from a pipe) by reading up to maxBytes
+// of it into memory first. A longer body is sent as it streams, and that
+// request is not retried. By default (0) such bodies are never buffered and
+// such requests are never retried; requests built by http.NewRequest from a
+// []byte, bytes.Reader or strings.Reader have GetBody and need no buffering.
+func WithBodyBuffering(maxBytes int64) Option { return func(c *config) { c.bufferBody = maxBytes } }
+
+// WithRetryBudget sets the budget that bounds retries of 5xx responses and
+// transport errors (default NewRetryBudget(DefaultBudgetRatio,
+// DefaultBudgetReserve), per key). nil disables the budget: every failure
+// may then be retried up to WithMaxAttempts, multiplying an outage's load.
+func WithRetryBudget(b RetryBudget) Option { return func(c *config) { c.budget = b } }
+
+// WithKey sets how requests are grouped for pacing and retry budgets
+// (default: by URL host, port included). Return, for example, the API key a
+// request uses when one host enforces a quota per key.
+func WithKey(f func(*http.Request) string) Option {
+	return func(c *config) {
+		if f == nil {
+			f = hostKey
+		}
+		c.key = f
+	}
+}
+
+// WithLogger makes headway log its decisions (retries, waits, give-ups) at
+// debug and info level. nil, the default, is silent.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithOnRetry calls f, synchronously, each time headway decides to retry,
+// before it waits. f must be safe for concurrent use and quick.
+func WithOnRetry(f func(RetryEvent)) Option { return func(c *config) { c.onRetry = f } }
+
+// WithClock sets the clock every layer waits on (default SystemClock). Tests
+// use a fake clock to run retry schedules without waiting.
+func WithClock(clk Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			clk = SystemClock{}
+		}
+		c.clock = clk
+	}
+}
+
+// WithRandSource sets the random source of jitter and Retry-After spread
+// (default: math/rand/v2's global generator). A seeded source makes every
+// delay reproducible. It is used under a lock, so any rand.Source will do.
+func WithRandSource(src rand.Source) Option { return func(c *config) { c.src = src } }
+
+// WithoutRetries removes the retry layer: every response and error is
+// returned as the server or the transport gave it.
+func WithoutRetries() Option { return func(c *config) { c.retry = false } }
+
+// WithoutPacing removes the pacing layer: requests are never held back
+// before they are sent, only retried after the fact.
+func WithoutPacing() Option { return func(c *config) { c.pace = false } }
+
+// NewTransport wraps base in headway's stack: the retry layer outside, the
+// pacing layer inside, so that every attempt is paced. A nil base uses a
+// clone of http.DefaultTransport. With no options it is the recommended
+// stack: up to DefaultMaxAttempts attempts with full jitter from
+// DefaultBaseDelay to DefaultMaxDelay, Retry-After honoured up to
+// DefaultMaxWait, a per-host retry budget, and no retry of non-idempotent
+// requests after a 5xx or a broken connection.
+func NewTransport(base http.RoundTripper, opts ...Option) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	c := newConfig(opts)
+	rt := base
+	if c.pace {
+		rt = &pacer{next: rt, c: c}
+	}
+	if c.retry {
+		rt = newRetryTransport(rt, c)
+	}
+	return rt
+}
+
+// New returns an *http.Client whose transport is NewTransport(nil, opts...).
+func New(opts ...Option) *http.Client {
+	return &http.Client{Transport: NewTransport(nil, opts...)}
+}
+
+// Wrap returns a copy of c whose transport is c's wrapped by NewTransport
+// (http.DefaultTransport's clone if c has none). c itself is not modified.
+// A nil c is treated as an empty client.
+func Wrap(c *http.Client, opts ...Option) *http.Client {
+	var cp http.Client
+	if c != nil {
+		cp = *c
+	}
+	cp.Transport = NewTransport(cp.Transport, opts...)
+	return &cp
+}

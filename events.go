@@ -1,0 +1,62 @@
+package headway
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// RetryEvent describes one decision to retry, as passed to WithOnRetry.
+type RetryEvent struct {
+	// Request is the caller's request. It must not be modified.
+	Request *http.Request
+	// Attempt is the number of the attempt that just failed, from 1.
+	Attempt int
+	// StatusCode is the failed attempt's status, or 0 if it ended in Err.
+	StatusCode int
+	// Err is the failed attempt's transport error, or nil.
+	Err error
+	// Wait is how long headway will wait before the next attempt.
+	Wait time.Duration
+	// RetryAfter is the server's Retry-After, when it sent one.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+}
+
+// Stats is what headway did for one request: read it after the request is
+// done. See ContextWithStats.
+type Stats struct {
+	// Attempts counts attempts sent to the server (1 when no retry happened).
+	Attempts int
+	// Retries counts retries (Attempts-1 for a single round trip).
+	Retries int
+	// Throttled counts 429 responses seen, retried ones included.
+	Throttled int
+	// Waited is the total time spent waiting: backoff and Retry-After waits
+	// of the retry layer and pauses of the pacing layer.
+	Waited time.Duration
+}
+
+type statsKey struct{}
+
+// ContextWithStats returns a context that makes headway record, in s, what
+// it did for every request made with that context. Attach it to one request
+// (or to the requests of one logical call, such as a redirect chain: the
+// numbers add up). s must not be read while the request is in flight and
+// must not be shared by requests in flight at the same time.
+//
+//	var st headway.Stats
+//	req = req.WithContext(headway.ContextWithStats(req.Context(), &st))
+//	resp, err := client.Do(req)
+//	// st.Attempts, st.Waited ...
+func ContextWithStats(ctx context.Context, s *Stats) context.Context {
+	return context.WithValue(ctx, statsKey{}, s)
+}
+
+// statsFrom returns the request's Stats, or a throwaway one.
+func statsFrom(ctx context.Context) *Stats {
+	if s, ok := ctx.Value(statsKey{}).(*Stats); ok && s != nil {
+		return s
+	}
+	return nil
+}

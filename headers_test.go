@@ -1,0 +1,692 @@
+package headway
+
+import (
+	"math/big"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testNow is the fixed "now" of the table tests: Wednesday 25 November 2026,
+// 21:00:00 UTC, 32m42s before the dates in dialects.md.
+var testNow = time.Date(2026, time.November, 25, 21, 0, 0, 0, time.UTC)
+
+// testDate is testNow as an IMF-fixdate, as a server's Date header says it.
+const testDate = "Wed, 25 Nov 2026 21:00:00 GMT"
+
+func TestParseRetryAfterDelaySeconds(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"0", 0},
+		{"1", time.Second},
+		{"2", 2 * time.Second},
+		{"1000", 1000 * time.Second},
+		{"\t42 ", 42 * time.Second},
+		{"  7\t\t", 7 * time.Second},
+		{"007", 7 * time.Second},
+		// Fractional delay-seconds (Shopify sends "2.0"); exact, no float error.
+		{"2.0", 2 * time.Second},
+		{"0.5", 500 * time.Millisecond},
+		{"1.25", 1250 * time.Millisecond},
+		{"0.3", 300 * time.Millisecond},
+		{"0.1", 100 * time.Millisecond},
+		{"0.7", 700 * time.Millisecond},
+		{"2.675", 2675 * time.Millisecond},
+		{"12.345", 12345 * time.Millisecond},
+		{"0.123456789", 123456789 * time.Nanosecond},
+		{"9.999999999", 9999999999 * time.Nanosecond},
+		{"0.000", 0},
+		{"0.0000000000000", 0},
+		// Sub-nanosecond remainders round up: a positive delay is never "now".
+		{"0.0000000001", time.Nanosecond},
+		{"0.0000000000000000001", time.Nanosecond},
+		{"0.1234567891", 123456790 * time.Nanosecond},
+		{"1.0000000000000000000", time.Second},
+		// Huge values clamp to MaxServerWait instead of overflowing.
+		{"3153599999", MaxServerWait - time.Second},
+		{"3153599999.999999999", MaxServerWait - time.Nanosecond},
+		{"3153599999.9999999991", MaxServerWait},
+		{"3153600000", MaxServerWait},
+		{"3153600001", MaxServerWait},
+		{"9223372036", MaxServerWait},
+		{"9223372037", MaxServerWait},
+		{"99999999999", MaxServerWait},
+		{"999999999999999999999999999", MaxServerWait},
+		{"99999999999999999999999999999999999999999999999999.5", MaxServerWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d, ok := ParseRetryAfter(tt.in, testNow)
+			require.True(t, ok)
+			require.Equal(t, tt.want, d)
+		})
+	}
+}
+
+func TestParseRetryAfterRejects(t *testing.T) {
+	for _, in := range []string{
+		"",
+		" ",
+		"\t \t",
+		"-1",
+		"+1",
+		"-2",
+		"-0",
+		"1e3",
+		"0x10",
+		"1.",
+		".5",
+		"1.2.3",
+		"1..2",
+		"1,5",
+		"5, 10",
+		"\xb2", // superscript two in Latin-1; urllib3's vector
+		"²",
+		"١", // Arabic-Indic digit one
+		"abc",
+		"2 3",
+		"2s",
+		"1_000",
+		"\n5",
+		"5\r",
+		"NaN",
+		"Inf",
+		"Wed, 99 Nov 2026 00:00:00 GMT",
+		"Wed, 25 Nov 2026 25:00:00 GMT",
+		"Wed, 31 Nov 2026 21:32:42 GMT",
+		"Wed, 25 Nov 2026 21:32:42 +0000",
+		"Wed, 25 Nov 2026 21:32:42 PST",
+		"Wed, 25 Nov 2026 21:32:42",
+		"25 Nov 2026 21:32:42 GMT",
+		"2026-11-25T21:32:42Z",
+		"Wed, 25 Nov 2026 21:32:42 GMT" + strings.Repeat(" x", 20),
+	} {
+		t.Run(in, func(t *testing.T) {
+			d, ok := ParseRetryAfter(in, testNow)
+			require.False(t, ok)
+			require.Zero(t, d)
+		})
+	}
+}
+
+func TestParseRetryAfterHTTPDate(t *testing.T) {
+	const want = 32*time.Minute + 42*time.Second
+	nov5 := time.Date(2026, time.November, 5, 21, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		in   string
+		now  time.Time
+		want time.Duration
+	}{
+		{"IMF-fixdate", "Wed, 25 Nov 2026 21:32:42 GMT", testNow, want},
+		{"IMF-fixdate padded", " \tWed, 25 Nov 2026 21:32:42 GMT\t ", testNow, want},
+		{"RFC 850", "Wednesday, 25-Nov-26 21:32:42 GMT", testNow, want},
+		{"RFC 850 four-digit year", "Wednesday, 25-Nov-2026 21:32:42 GMT", testNow, want},
+		{"asctime", "Wed Nov 25 21:32:42 2026", testNow, want},
+		{"asctime single-digit day", "Thu Nov  5 21:32:42 2026", nov5, want},
+		// The weekday is not checked against the date: 5 Nov 2026 is a Thursday.
+		{"asctime wrong weekday", "Wed Nov  5 21:32:42 2026", nov5, want},
+		{"UTC zone (go-limiter)", "Wed, 25 Nov 2026 21:32:42 UTC", testNow, want},
+		{"single-digit day", "Thu, 5 Nov 2026 21:32:42 GMT", nov5, want},
+		{"one second ahead", "Wed, 25 Nov 2026 21:00:01 GMT", testNow, time.Second},
+		{"next day", "Thu, 26 Nov 2026 21:00:00 GMT", testNow, 24 * time.Hour},
+		{"next year", "Thu, 25 Nov 2027 21:00:00 GMT", testNow, 365 * 24 * time.Hour},
+		{"now", testDate, testNow, 0},
+		{"one second ago", "Wed, 25 Nov 2026 20:59:59 GMT", testNow, 0},
+		{"RFC 850 past", "Wednesday, 25-Nov-26 20:00:00 GMT", testNow, 0},
+		{"asctime past", "Wed Nov 25 20:00:00 2026", testNow, 0},
+		{"RFC 9110 example", "Sun, 06 Nov 1994 08:49:37 GMT", testNow, 0},
+		{"year zero", "Sat, 01 Jan 0000 00:00:00 GMT", testNow, 0},
+		{"500 years ahead", "Wed, 25 Nov 2526 21:32:42 GMT", testNow, MaxServerWait},
+		{"year 9999", "Fri, 31 Dec 9999 23:59:59 GMT", testNow, MaxServerWait},
+		{"year 9999 from year 1", "Fri, 31 Dec 9999 23:59:59 GMT", time.Time{}, MaxServerWait},
+		{"now is not UTC", "Wed, 25 Nov 2026 21:32:42 GMT", testNow.In(time.FixedZone("X", -5*3600)), want},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ok := ParseRetryAfter(tt.in, tt.now)
+			require.True(t, ok)
+			require.Equal(t, tt.want, d)
+		})
+	}
+}
+
+func TestParseHTTPDate(t *testing.T) {
+	want := time.Date(2026, time.November, 25, 21, 32, 42, 0, time.UTC)
+	for _, in := range []string{
+		"Wed, 25 Nov 2026 21:32:42 GMT",
+		"Wed, 25 Nov 2026 21:32:42 UTC",
+		"Wednesday, 25-Nov-26 21:32:42 GMT",
+		"Wednesday, 25-Nov-2026 21:32:42 GMT",
+		"Wed Nov 25 21:32:42 2026",
+		"  Wed, 25 Nov 2026 21:32:42 GMT\t",
+	} {
+		t.Run(in, func(t *testing.T) {
+			got, ok := parseHTTPDate(in)
+			require.True(t, ok)
+			require.Equal(t, want, got)
+			require.Equal(t, time.UTC, got.Location())
+		})
+	}
+	for _, in := range []string{
+		"",
+		"Wed Nov 25",
+		"Wed, 25 Nov 2026 21:32:42 GMT" + strings.Repeat(" ", 40) + "x",
+		"Wed, 25 Nov 2026 21:32:42 EST",
+		"yesterday at noon, roughly.",
+		"Wed, 25 Nov 2026 21:32:42 GMT garbage",
+	} {
+		t.Run("reject "+in, func(t *testing.T) {
+			got, ok := parseHTTPDate(in)
+			require.False(t, ok)
+			require.True(t, got.IsZero())
+		})
+	}
+}
+
+func TestUntilClamped(t *testing.T) {
+	tests := []struct {
+		name   string
+		now, t time.Time
+		want   time.Duration
+	}{
+		{"equal", testNow, testNow, 0},
+		{"past", testNow, testNow.Add(-time.Nanosecond), 0},
+		{"far past", testNow, time.Time{}, 0},
+		{"one ns", testNow, testNow.Add(time.Nanosecond), time.Nanosecond},
+		{"just below cap", testNow, testNow.Add(MaxServerWait - time.Nanosecond), MaxServerWait - time.Nanosecond},
+		{"at cap", testNow, testNow.Add(MaxServerWait), MaxServerWait},
+		{"just above cap", testNow, testNow.Add(MaxServerWait + time.Nanosecond), MaxServerWait},
+		{"beyond int64 nanoseconds", time.Time{}, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), MaxServerWait},
+		{"locations differ", testNow.In(time.FixedZone("X", 3600)), testNow.Add(time.Minute), time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, untilClamped(tt.now, tt.t))
+		})
+	}
+}
+
+func TestParseDecimalDurationMilliseconds(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"1500", 1500 * time.Millisecond, true},
+		{"0", 0, true},
+		{"0.5", 500 * time.Microsecond, true},
+		{"0.3", 300 * time.Microsecond, true},
+		{"20.000001", 20*time.Millisecond + time.Nanosecond, true},
+		{"0.0000001", time.Nanosecond, true}, // 0.1 ns rounds up
+		{"3153600000000", MaxServerWait, true},
+		{"3153599999999", MaxServerWait - time.Millisecond, true},
+		{"18446744073709551616", MaxServerWait, true},
+		{"-1", 0, false},
+		{"1.5ms", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d, ok := parseDecimalDuration(tt.in, time.Millisecond)
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.want, d)
+		})
+	}
+}
+
+// header builds a canonical http.Header from name/value pairs, as net/http
+// would: Add canonicalises the name and keeps repeated field lines in order.
+func header(kv ...string) http.Header {
+	h := make(http.Header)
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func TestParseHeadersRetryAfter(t *testing.T) {
+	const retryAt = "Wed, 25 Nov 2026 21:02:00 GMT" // testNow + 2m
+	tests := []struct {
+		name     string
+		h        http.Header
+		received time.Time
+		want     time.Duration
+		from     string // RetryAfterHeader; "" means HasRetryAfter is false
+	}{
+		{"delay-seconds", header("Retry-After", "2"), testNow, 2 * time.Second, "Retry-After"},
+		{"delay-seconds zero", header("Retry-After", "0"), testNow, 0, "Retry-After"},
+		{"fractional", header("Retry-After", "2.0"), testNow, 2 * time.Second, "Retry-After"},
+		{"huge", header("Retry-After", "99999999999"), testNow, MaxServerWait, "Retry-After"},
+		{"lower-case name via Set", header("retry-after", "3"), testNow, 3 * time.Second, "Retry-After"},
+
+		// Date form, measured against the Date header: a client clock that is
+		// an hour off either way still waits what the server meant.
+		{"date, clocks agree", header("Date", testDate, "Retry-After", retryAt), testNow, 2 * time.Minute, "Retry-After"},
+		{"date, client clock 1h ahead", header("Date", testDate, "Retry-After", retryAt), testNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"date, client clock 1h behind", header("Date", testDate, "Retry-After", retryAt), testNow.Add(-time.Hour), 2 * time.Minute, "Retry-After"},
+		{"date in the past by Date header", header("Date", "Wed, 25 Nov 2026 21:05:00 GMT", "Retry-After", retryAt), testNow, 0, "Retry-After"},
+		{"Date header in asctime", header("Date", "Wed Nov 25 21:00:00 2026", "Retry-After", retryAt), testNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"Date header with UTC zone", header("Date", "Wed, 25 Nov 2026 21:00:00 UTC", "Retry-After", retryAt), testNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"first Date line wins", header("Date", testDate, "Date", "Wed, 25 Nov 2026 20:00:00 GMT", "Retry-After", retryAt), testNow, 2 * time.Minute, "Retry-After"},
+
+		// No or invalid Date header: measured from the received time.
+		{"date, no Date header", header("Retry-After", retryAt), testNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
+		{"date, invalid Date header", header("Date", "yesterday", "Retry-After", retryAt), testNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
+		{"date, empty Date header", header("Date", "", "Retry-After", retryAt), testNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
+		{"date, past by received", header("Retry-After", retryAt), testNow.Add(time.Hour), 0, "Retry-After"},
+		{"Date header does not affect delay-seconds", header("Date", "Sun, 06 Nov 1994 08:49:37 GMT", "Retry-After", "5"), testNow, 5 * time.Second, "Retry-After"},
+
+		// Millisecond variants win over Retry-After.
+		{"retry-after-ms", header("Retry-After-Ms", "1500"), testNow, 1500 * time.Millisecond, "Retry-After-Ms"},
+		{"retry-after-ms wins", header("Retry-After", "30", "Retry-After-Ms", "1500"), testNow, 1500 * time.Millisecond, "Retry-After-Ms"},
+		{"retry-after-ms lower-case via Set", header("retry-after-ms", "250", "retry-after", "30"), testNow, 250 * time.Millisecond, "Retry-After-Ms"},
+		{"retry-after-ms fractional", header("Retry-After-Ms", "0.5"), testNow, 500 * time.Microsecond, "Retry-After-Ms"},
+		{"retry-after-ms zero", header("Retry-After-Ms", "0", "Retry-After", "30"), testNow, 0, "Retry-After-Ms"},
+		{"retry-after-ms huge", header("Retry-After-Ms", "99999999999999999"), testNow, MaxServerWait, "Retry-After-Ms"},
+		{"x-ms-retry-after-ms", header("X-Ms-Retry-After-Ms", "20", "Retry-After", "1"), testNow, 20 * time.Millisecond, "X-Ms-Retry-After-Ms"},
+		{"retry-after-ms before x-ms-retry-after-ms", header("X-Ms-Retry-After-Ms", "20", "Retry-After-Ms", "30"), testNow, 30 * time.Millisecond, "Retry-After-Ms"},
+		{"garbage retry-after-ms falls through", header("Retry-After-Ms", "garbage", "Retry-After", "7"), testNow, 7 * time.Second, "Retry-After"},
+		{"negative retry-after-ms falls through", header("Retry-After-Ms", "-5", "X-Ms-Retry-After-Ms", "40"), testNow, 40 * time.Millisecond, "X-Ms-Retry-After-Ms"},
+		{"empty retry-after-ms falls through", header("Retry-After-Ms", "", "Retry-After", retryAt, "Date", testDate), testNow, 2 * time.Minute, "Retry-After"},
+		{"invalid ms variants, no Retry-After", header("Retry-After-Ms", "x", "X-Ms-Retry-After-Ms", "1e3"), testNow, 0, ""},
+
+		// Repeated field lines: the first one wins, even when it is invalid.
+		{"two lines, first wins", header("Retry-After", "1", "Retry-After", "100"), testNow, time.Second, "Retry-After"},
+		{"two lines, first invalid", header("Retry-After", "soon", "Retry-After", "100"), testNow, 0, ""},
+		{"two ms lines, first wins", header("Retry-After-Ms", "10", "Retry-After-Ms", "20"), testNow, 10 * time.Millisecond, "Retry-After-Ms"},
+
+		// Absent or invalid: HasRetryAfter is false and RetryAfter is 0.
+		{"absent", header("Content-Type", "text/plain", "Date", testDate), testNow, 0, ""},
+		{"invalid", header("Retry-After", "soon"), testNow, 0, ""},
+		{"negative", header("Retry-After", "-1"), testNow, 0, ""},
+		{"empty", header("Retry-After", ""), testNow, 0, ""},
+		{"bad date", header("Retry-After", "Wed, 99 Nov 2026 00:00:00 GMT", "Date", testDate), testNow, 0, ""},
+		{"present with no value", http.Header{"Retry-After": {}}, testNow, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := ParseHeaders(tt.h, http.StatusTooManyRequests, tt.received)
+			require.Equal(t, Observation{
+				Status:           http.StatusTooManyRequests,
+				RetryAfter:       tt.want,
+				HasRetryAfter:    tt.from != "",
+				RetryAfterHeader: tt.from,
+			}, obs)
+		})
+	}
+}
+
+// TestParseHeadersCanonicalKeysOnly documents firstValue's contract: headers
+// are looked up by their canonical name, as net/http stores them. A header map
+// built by hand with non-canonical keys is not read.
+func TestParseHeadersCanonicalKeysOnly(t *testing.T) {
+	h := http.Header{
+		"retry-after":         {"5"},
+		"retry-after-ms":      {"1500"},
+		"x-ms-retry-after-ms": {"20"},
+		"RETRY-AFTER":         {"9"},
+		"stripe-should-retry": {"true"},
+		"x-should-retry":      {"false"},
+	}
+	require.Equal(t, "5", h.Get("Retry-After"), "Get canonicalises its argument, not the map's keys")
+	require.Equal(t, "", h.Get("retry-after"))
+	require.Equal(t, Observation{Status: 429}, ParseHeaders(h, 429, testNow))
+
+	// The same values under canonical keys are read.
+	c := make(http.Header)
+	for k, vs := range h {
+		for _, v := range vs {
+			c.Add(k, v)
+		}
+	}
+	obs := ParseHeaders(c, 429, testNow)
+	require.True(t, obs.HasRetryAfter)
+	require.Equal(t, 1500*time.Millisecond, obs.RetryAfter)
+	require.Equal(t, "Retry-After-Ms", obs.RetryAfterHeader)
+	require.Equal(t, VerdictRetry, obs.ShouldRetry)
+}
+
+func TestParseHeadersVerdict(t *testing.T) {
+	tests := []struct {
+		name string
+		h    http.Header
+		want Verdict
+	}{
+		{"absent", header("Content-Type", "application/json"), VerdictNone},
+		{"stripe true", header("Stripe-Should-Retry", "true"), VerdictRetry},
+		{"stripe false", header("Stripe-Should-Retry", "false"), VerdictDoNotRetry},
+		{"stripe TRUE", header("Stripe-Should-Retry", "TRUE"), VerdictRetry},
+		{"stripe padded false", header("Stripe-Should-Retry", " false "), VerdictDoNotRetry},
+		{"stripe tab-padded True", header("Stripe-Should-Retry", "\tTrue\t"), VerdictRetry},
+		{"stripe garbage", header("Stripe-Should-Retry", "maybe"), VerdictNone},
+		{"stripe empty", header("Stripe-Should-Retry", ""), VerdictNone},
+		{"stripe 1 is not true", header("Stripe-Should-Retry", "1"), VerdictNone},
+		{"stripe yes is not true", header("Stripe-Should-Retry", "yes"), VerdictNone},
+		{"stripe truthy prefix", header("Stripe-Should-Retry", "true, false"), VerdictNone},
+		{"x-should-retry true", header("X-Should-Retry", "true"), VerdictRetry},
+		{"x-should-retry false", header("X-Should-Retry", "false"), VerdictDoNotRetry},
+		{"x-should-retry FALSE", header("X-Should-Retry", "FALSE"), VerdictDoNotRetry},
+		{"x-should-retry garbage", header("X-Should-Retry", "garbage"), VerdictNone},
+		{"lower-case name via Set", header("x-should-retry", "true"), VerdictRetry},
+		{"stripe wins", header("Stripe-Should-Retry", "false", "X-Should-Retry", "true"), VerdictDoNotRetry},
+		{"stripe garbage falls through", header("Stripe-Should-Retry", "garbage", "X-Should-Retry", "true"), VerdictRetry},
+		{"first line wins", header("X-Should-Retry", "false", "X-Should-Retry", "true"), VerdictDoNotRetry},
+		{"first line garbage", header("X-Should-Retry", "garbage", "X-Should-Retry", "true"), VerdictNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, verdictFrom(tt.h))
+			obs := ParseHeaders(tt.h, http.StatusServiceUnavailable, testNow)
+			require.Equal(t, Observation{Status: http.StatusServiceUnavailable, ShouldRetry: tt.want}, obs)
+		})
+	}
+}
+
+func TestParseHeadersStatusAndEmpty(t *testing.T) {
+	for _, status := range []int{0, 200, 429, 503, 999} {
+		require.Equal(t, Observation{Status: status}, ParseHeaders(nil, status, testNow))
+		require.Equal(t, Observation{Status: status}, ParseHeaders(http.Header{}, status, testNow))
+		require.Equal(t, Observation{Status: status}, ParseHeaders(header("Content-Length", "2"), status, time.Time{}))
+	}
+
+	// Everything at once.
+	h := header(
+		"Date", testDate,
+		"Retry-After", "Wed, 25 Nov 2026 21:00:10 GMT",
+		"Stripe-Should-Retry", "true",
+	)
+	require.Equal(t, Observation{
+		Status:           429,
+		RetryAfter:       10 * time.Second,
+		HasRetryAfter:    true,
+		RetryAfterHeader: "Retry-After",
+		ShouldRetry:      VerdictRetry,
+	}, ParseHeaders(h, 429, testNow.Add(-3*time.Hour)))
+}
+
+func TestParseHeadersDoesNotMutate(t *testing.T) {
+	h := header("Retry-After", " 5 ", "Date", testDate, "X-Should-Retry", " TRUE ")
+	before := h.Clone()
+	_ = ParseHeaders(h, 429, testNow)
+	require.Equal(t, before, h)
+}
+
+func TestVerdictString(t *testing.T) {
+	require.Equal(t, "none", VerdictNone.String())
+	require.Equal(t, "retry", VerdictRetry.String())
+	require.Equal(t, "do-not-retry", VerdictDoNotRetry.String())
+	require.Equal(t, "none", Verdict(42).String())
+	require.Equal(t, "none", Verdict(-1).String())
+}
+
+// decimalOracle computes what parseDecimalDuration must return for a value
+// that is a plain decimal number, with exact rational arithmetic.
+func decimalOracle(t testing.TB, v string, unit time.Duration) time.Duration {
+	r, ok := new(big.Rat).SetString(v)
+	require.True(t, ok, "oracle cannot read %q", v)
+	r.Mul(r, new(big.Rat).SetInt64(int64(unit)))
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if q.Cmp(big.NewInt(int64(MaxServerWait))) >= 0 {
+		return MaxServerWait
+	}
+	return time.Duration(q.Int64())
+}
+
+// isPlainDecimal reports whether v matches [0-9]+(\.[0-9]+)?.
+func isPlainDecimal(v string) bool {
+	whole, frac, dot := strings.Cut(v, ".")
+	allDigits := func(s string) bool {
+		if s == "" {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return allDigits(whole) && (!dot || allDigits(frac))
+}
+
+func TestParseDecimalDurationMatchesOracle(t *testing.T) {
+	for _, v := range []string{
+		"0", "1", "0.3", "0.1", "2.675", "0.123456789", "0.1234567891", "1.999999999999",
+		"3153599999.9999999999", "3153600000.0000000001", "3153599999999.99999",
+		"18446744073709551615", "9223372036854775807", "9223372036.854775807",
+		"0.000000001", "0.0000000005", "42.42", "1000000.000001",
+	} {
+		for _, unit := range []time.Duration{time.Second, time.Millisecond} {
+			got, ok := parseDecimalDuration(v, unit)
+			require.True(t, ok, v)
+			require.Equal(t, decimalOracle(t, v, unit), got, "%q in %v", v, unit)
+		}
+	}
+}
+
+// retryAfterSeeds are the table values, used as fuzz seeds.
+var retryAfterSeeds = []string{
+	"", " ", "0", "1000", "\t42 ", "2.0", "0.5", "1.25", "0.3", "-1", "+1", "1e3", "0x10",
+	"1.", ".5", "1,5", "\xb2", "abc", "2 3", "99999999999", "999999999999999999999999999",
+	"3153599999.9999999999", "0.0000000001",
+	"Wed, 25 Nov 2026 21:32:42 GMT", "Wednesday, 25-Nov-26 21:32:42 GMT",
+	"Wed Nov 25 21:32:42 2026", "Wed Nov  5 21:32:42 2026", "Wed, 25 Nov 2026 21:32:42 UTC",
+	"Wed, 99 Nov 2026 00:00:00 GMT", "Wed, 25 Nov 2526 21:32:42 GMT", "Sun, 06 Nov 1994 08:49:37 GMT",
+	"Fri, 31 Dec 9999 23:59:59 GMT", "Sat, 01 Jan 0000 00:00:00 GMT",
+}
+
+// checkRetryAfterBounds asserts the invariants every parse keeps.
+func checkRetryAfterBounds(t *testing.T, v string, d time.Duration, ok bool) {
+	t.Helper()
+	if d < 0 || d > MaxServerWait {
+		t.Fatalf("ParseRetryAfter(%q) = %v, outside [0, MaxServerWait]", v, d)
+	}
+	if !ok && d != 0 {
+		t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", v, d)
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range retryAfterSeeds {
+		f.Add(s, testNow.Unix())
+	}
+	f.Add("Wed, 25 Nov 2026 21:32:42 GMT", int64(0))
+	f.Add("Fri, 31 Dec 9999 23:59:59 GMT", int64(-1<<62))
+	f.Add("Sat, 01 Jan 0000 00:00:00 GMT", int64(1<<62))
+	f.Fuzz(func(t *testing.T, v string, nowUnix int64) {
+		now := time.Unix(nowUnix, 0)
+		d, ok := ParseRetryAfter(v, now)
+		checkRetryAfterBounds(t, v, d, ok)
+
+		trimmed := strings.Trim(v, " \t")
+		if isPlainDecimal(trimmed) {
+			// Delay-seconds are exact and do not depend on now.
+			if !ok {
+				t.Fatalf("ParseRetryAfter(%q) rejected a plain decimal", v)
+			}
+			if want := decimalOracle(t, trimmed, time.Second); d != want {
+				t.Fatalf("ParseRetryAfter(%q) = %v, want %v", v, d, want)
+			}
+			ms, ok := parseDecimalDuration(trimmed, time.Millisecond)
+			if want := decimalOracle(t, trimmed, time.Millisecond); !ok || ms != want {
+				t.Fatalf("parseDecimalDuration(%q, ms) = %v, %v; want %v", v, ms, ok, want)
+			}
+			return
+		}
+		if trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9' && ok {
+			t.Fatalf("ParseRetryAfter(%q) accepted a malformed number as %v", v, d)
+		}
+		// Otherwise it is a date or nothing: ok exactly when the date parses,
+		// and then the delay is the clamped distance from now.
+		at, isDate := parseHTTPDate(v)
+		if ok != isDate {
+			t.Fatalf("ParseRetryAfter(%q) ok=%v, parseHTTPDate ok=%v", v, ok, isDate)
+		}
+		if isDate && d != untilClamped(now, at) {
+			t.Fatalf("ParseRetryAfter(%q) = %v, want %v", v, d, untilClamped(now, at))
+		}
+	})
+}
+
+func FuzzParseHeaders(f *testing.F) {
+	for _, s := range retryAfterSeeds {
+		f.Add(s, "", testDate, "")
+	}
+	f.Add("30", "1500", testDate, "true")
+	f.Add("30", "garbage", "", " false ")
+	f.Add("Wed, 25 Nov 2026 21:02:00 GMT", "", "Wed, 25 Nov 2026 21:00:00 GMT", "TRUE")
+	f.Add("Wed, 25 Nov 2026 21:02:00 GMT", "", "yesterday", "garbage")
+	f.Add("Wed, 25 Nov 2026 21:02:00 GMT", "-1", "Sat, 01 Jan 0000 00:00:00 GMT", "false")
+	f.Add("Sat, 01 Jan 0000 00:00:00 GMT", "0.0000001", "Fri, 31 Dec 9999 23:59:59 GMT", "")
+	f.Add("", "99999999999999999999", "", "")
+	f.Fuzz(func(t *testing.T, retryAfter, retryAfterMs, date, shouldRetry string) {
+		h := make(http.Header)
+		// An empty fuzz string means the header is absent; "\x00" means
+		// present but empty.
+		set := func(name, v string) {
+			switch v {
+			case "":
+			case "\x00":
+				h[name] = []string{""}
+			default:
+				h[name] = []string{v}
+			}
+		}
+		set("Retry-After", retryAfter)
+		set("Retry-After-Ms", retryAfterMs)
+		set("Date", date)
+		set("X-Should-Retry", shouldRetry)
+		before := h.Clone()
+
+		obs := ParseHeaders(h, 429, testNow)
+		if obs.RetryAfter < 0 || obs.RetryAfter > MaxServerWait {
+			t.Fatalf("RetryAfter %v outside [0, MaxServerWait]", obs.RetryAfter)
+		}
+		if !obs.HasRetryAfter && (obs.RetryAfter != 0 || obs.RetryAfterHeader != "") {
+			t.Fatalf("no Retry-After, yet RetryAfter=%v from %q", obs.RetryAfter, obs.RetryAfterHeader)
+		}
+		if obs.Status != 429 {
+			t.Fatalf("Status %d", obs.Status)
+		}
+		if obs.ShouldRetry < VerdictNone || obs.ShouldRetry > VerdictDoNotRetry {
+			t.Fatalf("ShouldRetry %d", obs.ShouldRetry)
+		}
+		if !equalHeaders(before, h) {
+			t.Fatalf("ParseHeaders mutated the header: %v -> %v", before, h)
+		}
+
+		// Cross-check against the single-value parsers.
+		if v, present := h["Retry-After-Ms"]; present {
+			if d, ok := parseDecimalDuration(v[0], time.Millisecond); ok {
+				if !obs.HasRetryAfter || obs.RetryAfterHeader != "Retry-After-Ms" || obs.RetryAfter != d {
+					t.Fatalf("valid Retry-After-Ms %q (%v) not used: %+v", v[0], d, obs)
+				}
+				return
+			}
+		}
+		v, present := h["Retry-After"]
+		if !present {
+			if obs.HasRetryAfter {
+				t.Fatalf("HasRetryAfter with no Retry-After: %+v", obs)
+			}
+			return
+		}
+		now := testNow
+		if dv, present := h["Date"]; present {
+			if at, ok := parseHTTPDate(dv[0]); ok {
+				now = at
+			}
+		}
+		d, ok := ParseRetryAfter(v[0], now)
+		if obs.HasRetryAfter != ok || obs.RetryAfter != d || (ok && obs.RetryAfterHeader != "Retry-After") {
+			t.Fatalf("Retry-After %q: ParseHeaders %+v, ParseRetryAfter %v, %v", v[0], obs, d, ok)
+		}
+	})
+}
+
+// equalHeaders compares two headers without allocating much; used by the
+// fuzz target (require would be slower on the fuzzing hot loop).
+func equalHeaders(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for i := range av {
+			if av[i] != bv[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func BenchmarkParseHeaders(b *testing.B) {
+	received := testNow
+	benchmarks := []struct {
+		name   string
+		status int
+		h      http.Header
+	}{
+		{"no-rate-limit-headers", http.StatusOK, header(
+			"Content-Type", "application/json; charset=utf-8",
+			"Content-Length", "1234",
+			"Date", testDate,
+			"Server", "nginx/1.27.0",
+			"Cache-Control", "no-cache",
+			"Vary", "Accept-Encoding",
+		)},
+		{"429-delay-seconds", http.StatusTooManyRequests, header(
+			"Content-Type", "text/plain; charset=utf-8",
+			"Content-Length", "42",
+			"Date", testDate,
+			"Server", "nginx/1.27.0",
+			"Retry-After", "2",
+		)},
+		{"429-http-date", http.StatusTooManyRequests, header(
+			"Content-Type", "text/plain; charset=utf-8",
+			"Content-Length", "42",
+			"Date", testDate,
+			"Server", "nginx/1.27.0",
+			"Retry-After", "Wed, 25 Nov 2026 21:00:30 GMT",
+		)},
+	}
+	for _, bm := range benchmarks {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var obs Observation
+			for b.Loop() {
+				obs = ParseHeaders(bm.h, bm.status, received)
+			}
+			if bm.status == http.StatusTooManyRequests && !obs.HasRetryAfter {
+				b.Fatalf("%s: no Retry-After read", bm.name)
+			}
+		})
+	}
+}
+
+// TestParseHeadersNoRateLimitHeadersDoesNotAllocate guards the hot path: a
+// response without rate-limit headers costs no allocation.
+func TestParseHeadersNoRateLimitHeadersDoesNotAllocate(t *testing.T) {
+	h := header("Content-Type", "application/json", "Content-Length", "2", "Date", testDate, "Server", "x")
+	allocs := testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 200, testNow) })
+	require.Zero(t, allocs)
+	h.Set("Retry-After", "2")
+	allocs = testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, testNow) })
+	require.Zero(t, allocs)
+	h.Set("Retry-After", "Wed, 25 Nov 2026 21:00:30 GMT")
+	allocs = testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, testNow) })
+	require.Zero(t, allocs)
+}

@@ -1,0 +1,72 @@
+package headway
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+)
+
+// Jitter says how a backoff delay is randomised, so that many clients that
+// failed together do not retry together (Brooker, "Exponential Backoff And
+// Jitter", AWS Architecture Blog, 2015). With t = min(cap, base*2^(retry-1)):
+type Jitter int
+
+const (
+	// JitterFull waits a uniform random time in [0, t]. It spreads retries
+	// the most and is the default.
+	JitterFull Jitter = iota
+	// JitterEqual waits t/2 plus a uniform random time in [0, t/2]: never
+	// less than half the exponential delay.
+	JitterEqual
+	// JitterDecorrelated waits a uniform random time in
+	// [base, min(cap, 3*previous)], growing from the previous delay rather
+	// than from the retry count. Unlike the classic min(cap, rand(base,
+	// 3*previous)) it never piles up at the cap: once 3*previous exceeds the
+	// cap, delays stay spread uniformly over [base, cap].
+	JitterDecorrelated
+	// JitterNone waits exactly t. Many clients then retry in lockstep; use it
+	// only when a single client talks to a server.
+	JitterNone
+)
+
+var jitterNames = [...]string{"full", "equal", "decorrelated", "none"}
+
+// String returns the jitter's name: "full", "equal", "decorrelated" or "none".
+func (j Jitter) String() string {
+	if j >= 0 && int(j) < len(jitterNames) {
+		return jitterNames[j]
+	}
+	return fmt.Sprintf("Jitter(%d)", int(j))
+}
+
+// ParseJitter returns the Jitter named s (case-insensitive).
+func ParseJitter(s string) (Jitter, error) {
+	for i, name := range jitterNames {
+		if strings.EqualFold(s, name) {
+			return Jitter(i), nil
+		}
+	}
+	return 0, fmt.Errorf("headway: unknown jitter %q (want full, equal, decorrelated or none)", s)
+}
+
+// randSource makes a rand.Source safe for concurrent use and turns it into
+// uniform floats. A nil source uses math/rand/v2's goroutine-safe global
+// generator.
+type randSource struct {
+	mu  sync.Mutex
+	src rand.Source
+}
+
+func newRandSource(src rand.Source) *randSource { return &randSource{src: src} }
+
+// float64 returns a uniform number in [0, 1).
+func (r *randSource) float64() float64 {
+	if r == nil || r.src == nil {
+		return rand.Float64()
+	}
+	r.mu.Lock()
+	u := r.src.Uint64()
+	r.mu.Unlock()
+	return float64(u>>11) / (1 << 53)
+}

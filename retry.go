@@ -1,0 +1,356 @@
+package headway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"reflect"
+	"sync/atomic"
+	"time"
+)
+
+// drainLimit bounds how much of a discarded response body is read so that
+// its connection can be reused; a longer body is closed, costing the
+// connection rather than unbounded reading.
+const drainLimit = 64 << 10
+
+// observer is implemented by headway's pacing layer: it returns the
+// Observation it parsed along with the response, so each response's headers
+// are parsed once for both layers.
+type observer interface {
+	observe(req *http.Request) (*http.Response, Observation, error)
+}
+
+// retryTransport is the retry layer. See NewTransport for its rules.
+type retryTransport struct {
+	next http.RoundTripper
+	obs  observer // next, when it is headway's pacer
+	c    *config
+}
+
+func newRetryTransport(next http.RoundTripper, c *config) *retryTransport {
+	t := &retryTransport{next: next, c: c}
+	t.obs, _ = next.(observer)
+	return t
+}
+
+// attempt is the outcome of one attempt.
+type attempt struct {
+	resp    *http.Response
+	obs     Observation
+	err     error
+	wrote   bool // the request was (at least partly) written
+	release func()
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errors.New("headway: request has no URL")
+	}
+	ctx := req.Context()
+	st := statsFrom(ctx)
+	c := t.c
+	key := c.key(req)
+	if c.budget != nil {
+		c.budget.Deposit(key)
+	}
+
+	hdr := req.Header
+	idempotent := isIdempotentMethod(req.Method) || hasIdempotencyKey(hdr)
+	if !idempotent && c.idempotencyKeys && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
+		k, err := newIdempotencyKey()
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+		hdr = hdr.Clone()
+		if hdr == nil {
+			hdr = make(http.Header, 1)
+		}
+		hdr[IdempotencyKeyHeader] = []string{k}
+		idempotent = true
+	}
+	safeAfterWrite := idempotent || c.retryAll
+
+	body, err := newReplayer(req, c.bufferBody)
+	if err != nil {
+		return nil, err
+	}
+	var prevBackoff, waited time.Duration
+	for n := 1; ; n++ {
+		b, err := body.body(n)
+		if err != nil {
+			return nil, err
+		}
+		a := t.send(req, hdr, b, !safeAfterWrite)
+		if st != nil {
+			st.Attempts++
+			if n > 1 {
+				st.Retries++
+			}
+		}
+		resp, err := a.resp, a.err
+		throttled := resp != nil && resp.StatusCode == http.StatusTooManyRequests
+
+		// Is this outcome worth another attempt at all?
+		if err != nil {
+			if ctx.Err() != nil || !isTransient(err) && !errors.Is(err, ErrAttemptTimeout) {
+				return nil, err
+			}
+			if a.wrote && !safeAfterWrite {
+				return nil, err
+			}
+		} else {
+			if throttled && st != nil {
+				st.Throttled++
+			}
+			retry := c.retryStatus(resp.StatusCode)
+			switch a.obs.ShouldRetry {
+			case VerdictRetry:
+				retry = resp.StatusCode >= 400
+			case VerdictDoNotRetry:
+				if throttled {
+					return nil, t.rateLimited(req, a, n, waited, ReasonServerDeclined, 0)
+				}
+				retry = false
+			}
+			if !retry {
+				return a.keep(), nil
+			}
+			// A 429 was not processed; any other failure may have been.
+			if !throttled && !safeAfterWrite && a.obs.ShouldRetry != VerdictRetry {
+				return a.keep(), nil
+			}
+		}
+
+		// It is; may we make one more, and how long must we wait?
+		giveUp := func(reason Reason, limit time.Duration) (*http.Response, error) {
+			switch {
+			case err != nil:
+				a.release()
+				return nil, fmt.Errorf("headway: giving up after %d attempt(s) (%s): %w", n, reason, err)
+			case throttled:
+				return nil, t.rateLimited(req, a, n, waited, reason, limit)
+			default:
+				return a.keep(), nil
+			}
+		}
+		if n >= c.maxAttempts {
+			return giveUp(ReasonAttemptsExhausted, 0)
+		}
+		if !body.replayable {
+			return giveUp(ReasonBodyNotReplayable, 0)
+		}
+		backoff := max(c.backoff.Delay(n, prevBackoff), 0)
+		prevBackoff = backoff
+		wait, required := backoff, time.Duration(0)
+		if err == nil && a.obs.HasRetryAfter && a.obs.RetryAfter > 0 {
+			required = a.obs.RetryAfter
+			if required > c.maxWait {
+				return giveUp(ReasonWaitTooLong, c.maxWait)
+			}
+			wait = max(wait, required+t.spread(required))
+		} else if throttled {
+			// A 429 with no usable Retry-After (absent, zero or past) is no
+			// licence to storm: wait at least the base delay.
+			wait = max(wait, c.base)
+		}
+		wait = min(wait, max(c.maxWait, required))
+		if dl, ok := ctx.Deadline(); ok {
+			left := dl.Sub(c.clock.Now())
+			if required >= left || wait >= left && required == 0 {
+				return giveUp(ReasonDeadline, max(left, 0))
+			}
+			if wait >= left {
+				wait = required
+			}
+		}
+		if !throttled && c.budget != nil && !c.budget.Withdraw(key) {
+			if err != nil {
+				a.release()
+				return nil, &budgetError{err: err}
+			}
+			return a.keep(), nil
+		}
+
+		a.discard()
+		t.retrying(req, n, a, err, wait)
+		if werr := c.clock.Sleep(ctx, wait); werr != nil {
+			return nil, fmt.Errorf("headway: waiting %v to retry %s %s: %w", wait, req.Method, redact(req.URL), werr)
+		}
+		waited += wait
+		if st != nil {
+			st.Waited += wait
+		}
+	}
+}
+
+// send makes one attempt with the given header and body, without touching
+// the caller's request. trackWrite asks to learn whether the request was
+// written before a failure, which decides whether a non-idempotent request
+// may be retried.
+func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool) attempt {
+	a := attempt{release: func() {}}
+	ctx := req.Context()
+	var wrote *atomic.Bool
+	if trackWrite {
+		wrote = new(atomic.Bool)
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+		})
+	}
+	var stop func() bool
+	var cancel context.CancelCauseFunc
+	if d := t.c.attemptTimeout; d > 0 {
+		ctx, cancel = context.WithCancelCause(ctx)
+		stop = t.c.clock.AfterFunc(d, func() { cancel(ErrAttemptTimeout) })
+		a.release = func() { stop(); cancel(nil) }
+	}
+	r := req
+	if ctx != req.Context() || body != req.Body || !sameMap(hdr, req.Header) {
+		r = req.WithContext(ctx)
+		r.Header = hdr
+		r.Body = body
+	}
+	if t.obs != nil {
+		a.resp, a.obs, a.err = t.obs.observe(r)
+	} else {
+		a.resp, a.err = t.next.RoundTrip(r)
+		if a.resp != nil {
+			a.obs = ParseHeaders(a.resp.Header, a.resp.StatusCode, t.c.clock.Now())
+		}
+	}
+	if stop != nil {
+		stop()
+		if a.err != nil && context.Cause(ctx) == ErrAttemptTimeout && req.Context().Err() == nil {
+			a.err = fmt.Errorf("%w after %v", ErrAttemptTimeout, t.c.attemptTimeout)
+		}
+	}
+	if a.err != nil {
+		a.resp = nil // the RoundTripper contract: a response or an error
+		a.release()
+	}
+	a.wrote = wrote != nil && wrote.Load()
+	return a
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap(a, b http.Header) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// keep returns the response to the caller; if the attempt had its own
+// context, closing the body releases it.
+func (a *attempt) keep() *http.Response {
+	if a.resp != nil && a.resp.Body != nil && a.release != nil {
+		a.resp.Body = &releasingBody{ReadCloser: a.resp.Body, release: a.release}
+	}
+	return a.resp
+}
+
+// discard drains and closes a response that will not be returned, so its
+// connection goes back to the pool.
+func (a *attempt) discard() {
+	if a.resp != nil && a.resp.Body != nil {
+		io.CopyN(io.Discard, a.resp.Body, drainLimit)
+		a.resp.Body.Close()
+	}
+	a.release()
+}
+
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+	done    atomic.Bool
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.done.CompareAndSwap(false, true) {
+		b.release()
+	}
+	return err
+}
+
+// spread returns a small positive random addition to a Retry-After wait
+// (up to a tenth of it, at most one second), so that many clients told the
+// same instant do not all come back at that instant.
+func (t *retryTransport) spread(required time.Duration) time.Duration {
+	s := min(required/10, time.Second)
+	return time.Duration(t.c.rnd.float64() * float64(s))
+}
+
+// rateLimited builds the error for a 429 headway will not retry, consuming
+// the response.
+func (t *retryTransport) rateLimited(req *http.Request, a attempt, attempts int, waited time.Duration, reason Reason, limit time.Duration) error {
+	resp := a.resp
+	e := &RateLimitError{
+		Method:        req.Method,
+		URL:           redact(req.URL),
+		StatusCode:    resp.StatusCode,
+		Status:        resp.Status,
+		Header:        resp.Header.Clone(),
+		RetryAfter:    a.obs.RetryAfter,
+		HasRetryAfter: a.obs.HasRetryAfter,
+		Attempts:      attempts,
+		Waited:        waited,
+		Reason:        reason,
+		Limit:         limit,
+	}
+	if resp.Body != nil {
+		e.Body, _ = io.ReadAll(io.LimitReader(resp.Body, MaxBodyExcerpt))
+	}
+	a.discard()
+	t.c.logger.LogAttrs(req.Context(), slog.LevelInfo, "headway: giving up",
+		slog.String("method", req.Method), slog.String("url", e.URL),
+		slog.Int("status", e.StatusCode), slog.Int("attempts", attempts),
+		slog.String("reason", reason.String()))
+	return e
+}
+
+// retrying reports a decision to retry to the hook and the logger.
+func (t *retryTransport) retrying(req *http.Request, n int, a attempt, err error, wait time.Duration) {
+	ev := RetryEvent{Request: req, Attempt: n, Err: err, Wait: wait}
+	if a.resp != nil {
+		ev.StatusCode = a.resp.StatusCode
+		ev.RetryAfter, ev.HasRetryAfter = a.obs.RetryAfter, a.obs.HasRetryAfter
+	}
+	if t.c.onRetry != nil {
+		t.c.onRetry(ev)
+	}
+	if t.c.logger.Enabled(req.Context(), slog.LevelDebug) {
+		attrs := []slog.Attr{
+			slog.String("method", req.Method), slog.String("url", redact(req.URL)),
+			slog.Int("attempt", n), slog.Duration("wait", wait),
+		}
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		} else {
+			attrs = append(attrs, slog.Int("status", ev.StatusCode))
+		}
+		if ev.HasRetryAfter {
+			attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
+		}
+		t.c.logger.LogAttrs(req.Context(), slog.LevelDebug, "headway: retrying", attrs...)
+	}
+}
+
+// redact returns u without its query, fragment and user info, which may hold
+// credentials.
+func redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
