@@ -91,7 +91,7 @@ func (b *expBackoff) Delay(retry int, prev time.Duration) time.Duration {
 		if prev < b.cap/3 {
 			hi = 3 * prev
 		}
-		return b.between(b.base, hi)
+		return b.between(max(b.base, hi/3), hi)
 	case JitterNone:
 		return b.exponential(retry)
 	default: // JitterFull and unknown values: the safest spread.

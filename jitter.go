@@ -19,11 +19,14 @@ const (
 	// JitterEqual waits t/2 plus a uniform random time in [0, t/2]: never
 	// less than half the exponential delay.
 	JitterEqual
-	// JitterDecorrelated waits a uniform random time in
-	// [base, min(cap, 3*previous)], growing from the previous delay rather
-	// than from the retry count. Unlike the classic min(cap, rand(base,
-	// 3*previous)) it never piles up at the cap: once 3*previous exceeds the
-	// cap, delays stay spread uniformly over [base, cap].
+	// JitterDecorrelated grows each delay from the previous one rather than
+	// from the retry count (Brooker's "decorrelated jitter"): it waits a
+	// uniform random time in [max(base, hi/3), hi] with
+	// hi = min(cap, 3*previous). Below the cap every delay is 1 to 3 times the
+	// previous one, so retries keep backing off; at the cap delays stay
+	// spread uniformly over [cap/3, cap]. The classic
+	// min(cap, rand(base, 3*previous)) instead piles most late retries onto
+	// exactly the cap, and can fall back to the base delay mid-outage.
 	JitterDecorrelated
 	// JitterNone waits exactly t. Many clients then retry in lockstep; use it
 	// only when a single client talks to a server.
