@@ -95,10 +95,11 @@ func TestDecorrelatedJitterDoesNotBunchAtCap(t *testing.T) {
 		prev := time.Duration(0)
 		for r := 1; r <= retries; r++ {
 			d := b.Delay(r, prev)
-			require.GreaterOrEqual(t, d, base)
-			require.LessOrEqual(t, d, cap)
-			// Never backs off less than before, until the cap's range.
-			require.GreaterOrEqual(t, d, min(prev, cap/3))
+			// Within [base, cap], and never less than before until the
+			// cap's range.
+			if d < base || d > cap || d < min(prev, cap/3) {
+				t.Fatalf("retry %d after %v: delay %v out of range", r, prev, d)
+			}
 			prev = d
 			if r > 20 { // long past the point where 3*prev > cap
 				late++
@@ -106,7 +107,9 @@ func TestDecorrelatedJitterDoesNotBunchAtCap(t *testing.T) {
 					atCap++
 				}
 				lo := cap / 3
-				require.GreaterOrEqual(t, d, lo)
+				if d < lo {
+					t.Fatalf("late delay %v below cap/3", d)
+				}
 				buckets[min(int(float64(d-lo)/float64(cap-lo)*6), 5)]++
 			}
 		}

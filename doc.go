@@ -31,11 +31,14 @@
 //     (WithIdempotencyKeys adds keys; WithRetryAllMethods is the dangerous
 //     escape hatch). Bodies are rewound with Request.GetBody, never read
 //     whole into memory unless WithBodyBuffering allows it.
-//   - How long to wait: max(Retry-After plus a small positive spread,
-//     jittered exponential backoff). Retry-After is law: never sooner, in
-//     every form (delay-seconds, fractional, HTTP-dates measured against the
-//     response's Date, retry-after-ms). A past or zero Retry-After is no
-//     licence to storm: backoff applies. See Backoff and Jitter.
+//   - How long to wait: what the server's Retry-After says, plus a small
+//     positive spread (at most a tenth, at most a second) so that clients
+//     told the same instant do not return together. Retry-After is law:
+//     never sooner, in every form (delay-seconds, fractional, HTTP-dates
+//     measured against the response's Date, retry-after-ms). Without one,
+//     or when it is zero or in the past (no licence to storm), jittered
+//     exponential backoff decides, and a 429 waits at least the base delay.
+//     See Backoff and Jitter.
 //   - When to give up at once, without sleeping: the server asks for more
 //     than WithMaxWait, or the wait would end after the context's deadline.
 //     A 429 then becomes a *RateLimitError; a 5xx is returned as it came.

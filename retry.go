@@ -160,7 +160,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if required > c.maxWait {
 				return giveUp(ReasonWaitTooLong, c.maxWait)
 			}
-			wait = max(wait, required+t.spread(required))
+			// The server knows when it will have capacity again: its
+			// Retry-After replaces our guess rather than adding to it.
+			wait = required + t.spread(required)
 		} else if throttled {
 			// A 429 with no usable Retry-After (absent, zero or past) is no
 			// licence to storm: wait at least the base delay.

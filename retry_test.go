@@ -165,12 +165,15 @@ func TestRetryAfterSpreadIsPositiveAndSmall(t *testing.T) {
 	require.Equal(t, []time.Duration{2100 * time.Millisecond}, h.clk.Sleeps())
 }
 
-func TestBackoffWinsWhenLongerThanRetryAfter(t *testing.T) {
-	h := newHarness(t, []reply{{status: 503, hdr: []string{"Retry-After-Ms", "10"}}, ok200()},
+func TestRetryAfterReplacesALongerBackoff(t *testing.T) {
+	// The backoff would say 0.5 * 1s; the server says 10ms, and knows best.
+	h := newHarness(t, []reply{{status: 503, hdr: []string{"Retry-After-Ms", "10"}}, {status: 503}, ok200()},
 		WithRandSource(&fracSource{fracs: []float64{0.5}}), WithBackoffDelays(time.Second, time.Minute))
 	_, err, _ := h.do(t, "GET", "")
 	require.NoError(t, err)
-	require.Equal(t, []time.Duration{500 * time.Millisecond}, h.clk.Sleeps())
+	// 10ms + 0.5 * 1ms of spread; then, with no Retry-After, backoff for
+	// retry 2: 0.5 * 2s.
+	require.Equal(t, []time.Duration{10500 * time.Microsecond, time.Second}, h.clk.Sleeps())
 }
 
 func TestHugeRetryAfterFailsFastWithTypedError(t *testing.T) {
