@@ -94,6 +94,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		a := t.send(req, hdr, b, !safeAfterWrite)
+		if held := heldBack(a.err); held != nil {
+			// The pacing layer refused to send: account for what came before.
+			held.Attempts, held.Waited = n-1, waited
+			return nil, a.err
+		}
 		if st != nil {
 			st.Attempts++
 			if n > 1 {
@@ -196,6 +201,15 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			st.Waited += wait
 		}
 	}
+}
+
+// heldBack returns the pacing layer's refusal to send, if err is one.
+func heldBack(err error) *RateLimitError {
+	var rle *RateLimitError
+	if err != nil && errors.As(err, &rle) && rle.StatusCode == 0 {
+		return rle
+	}
+	return nil
 }
 
 // send makes one attempt with the given header and body, without touching

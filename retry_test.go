@@ -514,6 +514,7 @@ func TestPacingSharesAPauseAcrossRequests(t *testing.T) {
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, 0, rle.StatusCode)
 	require.Contains(t, rle.Error(), "held back by an earlier 429")
+	require.Equal(t, 0, rle.Attempts)
 	require.Equal(t, 1, h.script.calls(), "the second request was never sent")
 	require.Empty(t, h.clk.Sleeps())
 
