@@ -77,7 +77,7 @@ func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	return obs
 }
 
-// retryAfterHeaders lists the headers that carry a retry delay, most precise
+// retryAfterMsHeaders lists the millisecond headers that carry a retry delay, most precise
 // first: the millisecond variants (Azure, OpenAI) win over Retry-After.
 var retryAfterMsHeaders = [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"}
 
@@ -94,9 +94,12 @@ func retryAfterFrom(h http.Header, received time.Time) (time.Duration, string, b
 		return 0, "", false
 	}
 	now := received
-	if dv, ok := firstValue(h, "Date"); ok {
-		if t, ok := parseHTTPDate(dv); ok {
-			now = t
+	// Only a date needs the server's clock; delay-seconds skip parsing Date.
+	if t := strings.TrimLeft(v, " \t"); t == "" || t[0] < '0' || t[0] > '9' {
+		if dv, ok := firstValue(h, "Date"); ok {
+			if t, ok := parseHTTPDate(dv); ok {
+				now = t
+			}
 		}
 	}
 	d, ok := ParseRetryAfter(v, now)

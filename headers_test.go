@@ -10,12 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testNow is the fixed "now" of the table tests: Wednesday 25 November 2026,
+// hdrNow is the fixed "now" of the table tests: Wednesday 25 November 2026,
 // 21:00:00 UTC, 32m42s before the dates in dialects.md.
-var testNow = time.Date(2026, time.November, 25, 21, 0, 0, 0, time.UTC)
+var hdrNow = time.Date(2026, time.November, 25, 21, 0, 0, 0, time.UTC)
 
-// testDate is testNow as an IMF-fixdate, as a server's Date header says it.
-const testDate = "Wed, 25 Nov 2026 21:00:00 GMT"
+// hdrDate is hdrNow as an IMF-fixdate, as a server's Date header says it.
+const hdrDate = "Wed, 25 Nov 2026 21:00:00 GMT"
 
 func TestParseRetryAfterDelaySeconds(t *testing.T) {
 	tests := []struct {
@@ -61,7 +61,7 @@ func TestParseRetryAfterDelaySeconds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			d, ok := ParseRetryAfter(tt.in, testNow)
+			d, ok := ParseRetryAfter(tt.in, hdrNow)
 			require.True(t, ok)
 			require.Equal(t, tt.want, d)
 		})
@@ -107,7 +107,7 @@ func TestParseRetryAfterRejects(t *testing.T) {
 		"Wed, 25 Nov 2026 21:32:42 GMT" + strings.Repeat(" x", 20),
 	} {
 		t.Run(in, func(t *testing.T) {
-			d, ok := ParseRetryAfter(in, testNow)
+			d, ok := ParseRetryAfter(in, hdrNow)
 			require.False(t, ok)
 			require.Zero(t, d)
 		})
@@ -123,29 +123,29 @@ func TestParseRetryAfterHTTPDate(t *testing.T) {
 		now  time.Time
 		want time.Duration
 	}{
-		{"IMF-fixdate", "Wed, 25 Nov 2026 21:32:42 GMT", testNow, want},
-		{"IMF-fixdate padded", " \tWed, 25 Nov 2026 21:32:42 GMT\t ", testNow, want},
-		{"RFC 850", "Wednesday, 25-Nov-26 21:32:42 GMT", testNow, want},
-		{"RFC 850 four-digit year", "Wednesday, 25-Nov-2026 21:32:42 GMT", testNow, want},
-		{"asctime", "Wed Nov 25 21:32:42 2026", testNow, want},
+		{"IMF-fixdate", "Wed, 25 Nov 2026 21:32:42 GMT", hdrNow, want},
+		{"IMF-fixdate padded", " \tWed, 25 Nov 2026 21:32:42 GMT\t ", hdrNow, want},
+		{"RFC 850", "Wednesday, 25-Nov-26 21:32:42 GMT", hdrNow, want},
+		{"RFC 850 four-digit year", "Wednesday, 25-Nov-2026 21:32:42 GMT", hdrNow, want},
+		{"asctime", "Wed Nov 25 21:32:42 2026", hdrNow, want},
 		{"asctime single-digit day", "Thu Nov  5 21:32:42 2026", nov5, want},
 		// The weekday is not checked against the date: 5 Nov 2026 is a Thursday.
 		{"asctime wrong weekday", "Wed Nov  5 21:32:42 2026", nov5, want},
-		{"UTC zone (go-limiter)", "Wed, 25 Nov 2026 21:32:42 UTC", testNow, want},
+		{"UTC zone (go-limiter)", "Wed, 25 Nov 2026 21:32:42 UTC", hdrNow, want},
 		{"single-digit day", "Thu, 5 Nov 2026 21:32:42 GMT", nov5, want},
-		{"one second ahead", "Wed, 25 Nov 2026 21:00:01 GMT", testNow, time.Second},
-		{"next day", "Thu, 26 Nov 2026 21:00:00 GMT", testNow, 24 * time.Hour},
-		{"next year", "Thu, 25 Nov 2027 21:00:00 GMT", testNow, 365 * 24 * time.Hour},
-		{"now", testDate, testNow, 0},
-		{"one second ago", "Wed, 25 Nov 2026 20:59:59 GMT", testNow, 0},
-		{"RFC 850 past", "Wednesday, 25-Nov-26 20:00:00 GMT", testNow, 0},
-		{"asctime past", "Wed Nov 25 20:00:00 2026", testNow, 0},
-		{"RFC 9110 example", "Sun, 06 Nov 1994 08:49:37 GMT", testNow, 0},
-		{"year zero", "Sat, 01 Jan 0000 00:00:00 GMT", testNow, 0},
-		{"500 years ahead", "Wed, 25 Nov 2526 21:32:42 GMT", testNow, MaxServerWait},
-		{"year 9999", "Fri, 31 Dec 9999 23:59:59 GMT", testNow, MaxServerWait},
+		{"one second ahead", "Wed, 25 Nov 2026 21:00:01 GMT", hdrNow, time.Second},
+		{"next day", "Thu, 26 Nov 2026 21:00:00 GMT", hdrNow, 24 * time.Hour},
+		{"next year", "Thu, 25 Nov 2027 21:00:00 GMT", hdrNow, 365 * 24 * time.Hour},
+		{"now", hdrDate, hdrNow, 0},
+		{"one second ago", "Wed, 25 Nov 2026 20:59:59 GMT", hdrNow, 0},
+		{"RFC 850 past", "Wednesday, 25-Nov-26 20:00:00 GMT", hdrNow, 0},
+		{"asctime past", "Wed Nov 25 20:00:00 2026", hdrNow, 0},
+		{"RFC 9110 example", "Sun, 06 Nov 1994 08:49:37 GMT", hdrNow, 0},
+		{"year zero", "Sat, 01 Jan 0000 00:00:00 GMT", hdrNow, 0},
+		{"500 years ahead", "Wed, 25 Nov 2526 21:32:42 GMT", hdrNow, MaxServerWait},
+		{"year 9999", "Fri, 31 Dec 9999 23:59:59 GMT", hdrNow, MaxServerWait},
 		{"year 9999 from year 1", "Fri, 31 Dec 9999 23:59:59 GMT", time.Time{}, MaxServerWait},
-		{"now is not UTC", "Wed, 25 Nov 2026 21:32:42 GMT", testNow.In(time.FixedZone("X", -5*3600)), want},
+		{"now is not UTC", "Wed, 25 Nov 2026 21:32:42 GMT", hdrNow.In(time.FixedZone("X", -5*3600)), want},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,15 +195,15 @@ func TestUntilClamped(t *testing.T) {
 		now, t time.Time
 		want   time.Duration
 	}{
-		{"equal", testNow, testNow, 0},
-		{"past", testNow, testNow.Add(-time.Nanosecond), 0},
-		{"far past", testNow, time.Time{}, 0},
-		{"one ns", testNow, testNow.Add(time.Nanosecond), time.Nanosecond},
-		{"just below cap", testNow, testNow.Add(MaxServerWait - time.Nanosecond), MaxServerWait - time.Nanosecond},
-		{"at cap", testNow, testNow.Add(MaxServerWait), MaxServerWait},
-		{"just above cap", testNow, testNow.Add(MaxServerWait + time.Nanosecond), MaxServerWait},
+		{"equal", hdrNow, hdrNow, 0},
+		{"past", hdrNow, hdrNow.Add(-time.Nanosecond), 0},
+		{"far past", hdrNow, time.Time{}, 0},
+		{"one ns", hdrNow, hdrNow.Add(time.Nanosecond), time.Nanosecond},
+		{"just below cap", hdrNow, hdrNow.Add(MaxServerWait - time.Nanosecond), MaxServerWait - time.Nanosecond},
+		{"at cap", hdrNow, hdrNow.Add(MaxServerWait), MaxServerWait},
+		{"just above cap", hdrNow, hdrNow.Add(MaxServerWait + time.Nanosecond), MaxServerWait},
 		{"beyond int64 nanoseconds", time.Time{}, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), MaxServerWait},
-		{"locations differ", testNow.In(time.FixedZone("X", 3600)), testNow.Add(time.Minute), time.Minute},
+		{"locations differ", hdrNow.In(time.FixedZone("X", 3600)), hdrNow.Add(time.Minute), time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestParseDecimalDurationMilliseconds(t *testing.T) {
 
 // header builds a canonical http.Header from name/value pairs, as net/http
 // would: Add canonicalises the name and keeps repeated field lines in order.
-func header(kv ...string) http.Header {
+func mkHeader(kv ...string) http.Header {
 	h := make(http.Header)
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Add(kv[i], kv[i+1])
@@ -251,7 +251,7 @@ func header(kv ...string) http.Header {
 }
 
 func TestParseHeadersRetryAfter(t *testing.T) {
-	const retryAt = "Wed, 25 Nov 2026 21:02:00 GMT" // testNow + 2m
+	const retryAt = "Wed, 25 Nov 2026 21:02:00 GMT" // hdrNow + 2m
 	tests := []struct {
 		name     string
 		h        http.Header
@@ -259,55 +259,56 @@ func TestParseHeadersRetryAfter(t *testing.T) {
 		want     time.Duration
 		from     string // RetryAfterHeader; "" means HasRetryAfter is false
 	}{
-		{"delay-seconds", header("Retry-After", "2"), testNow, 2 * time.Second, "Retry-After"},
-		{"delay-seconds zero", header("Retry-After", "0"), testNow, 0, "Retry-After"},
-		{"fractional", header("Retry-After", "2.0"), testNow, 2 * time.Second, "Retry-After"},
-		{"huge", header("Retry-After", "99999999999"), testNow, MaxServerWait, "Retry-After"},
-		{"lower-case name via Set", header("retry-after", "3"), testNow, 3 * time.Second, "Retry-After"},
+		{"delay-seconds", mkHeader("Retry-After", "2"), hdrNow, 2 * time.Second, "Retry-After"},
+		{"delay-seconds zero", mkHeader("Retry-After", "0"), hdrNow, 0, "Retry-After"},
+		{"fractional", mkHeader("Retry-After", "2.0"), hdrNow, 2 * time.Second, "Retry-After"},
+		{"huge", mkHeader("Retry-After", "99999999999"), hdrNow, MaxServerWait, "Retry-After"},
+		{"lower-case name via Set", mkHeader("retry-after", "3"), hdrNow, 3 * time.Second, "Retry-After"},
 
 		// Date form, measured against the Date header: a client clock that is
 		// an hour off either way still waits what the server meant.
-		{"date, clocks agree", header("Date", testDate, "Retry-After", retryAt), testNow, 2 * time.Minute, "Retry-After"},
-		{"date, client clock 1h ahead", header("Date", testDate, "Retry-After", retryAt), testNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
-		{"date, client clock 1h behind", header("Date", testDate, "Retry-After", retryAt), testNow.Add(-time.Hour), 2 * time.Minute, "Retry-After"},
-		{"date in the past by Date header", header("Date", "Wed, 25 Nov 2026 21:05:00 GMT", "Retry-After", retryAt), testNow, 0, "Retry-After"},
-		{"Date header in asctime", header("Date", "Wed Nov 25 21:00:00 2026", "Retry-After", retryAt), testNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
-		{"Date header with UTC zone", header("Date", "Wed, 25 Nov 2026 21:00:00 UTC", "Retry-After", retryAt), testNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
-		{"first Date line wins", header("Date", testDate, "Date", "Wed, 25 Nov 2026 20:00:00 GMT", "Retry-After", retryAt), testNow, 2 * time.Minute, "Retry-After"},
+		{"date, clocks agree", mkHeader("Date", hdrDate, "Retry-After", retryAt), hdrNow, 2 * time.Minute, "Retry-After"},
+		{"date, client clock 1h ahead", mkHeader("Date", hdrDate, "Retry-After", retryAt), hdrNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"date, client clock 1h behind", mkHeader("Date", hdrDate, "Retry-After", retryAt), hdrNow.Add(-time.Hour), 2 * time.Minute, "Retry-After"},
+		{"date in the past by Date header", mkHeader("Date", "Wed, 25 Nov 2026 21:05:00 GMT", "Retry-After", retryAt), hdrNow, 0, "Retry-After"},
+		{"Date header in asctime", mkHeader("Date", "Wed Nov 25 21:00:00 2026", "Retry-After", retryAt), hdrNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"Date header with UTC zone", mkHeader("Date", "Wed, 25 Nov 2026 21:00:00 UTC", "Retry-After", retryAt), hdrNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"padded date still uses Date header", mkHeader("Date", hdrDate, "Retry-After", " \t"+retryAt+" "), hdrNow.Add(time.Hour), 2 * time.Minute, "Retry-After"},
+		{"first Date line wins", mkHeader("Date", hdrDate, "Date", "Wed, 25 Nov 2026 20:00:00 GMT", "Retry-After", retryAt), hdrNow, 2 * time.Minute, "Retry-After"},
 
 		// No or invalid Date header: measured from the received time.
-		{"date, no Date header", header("Retry-After", retryAt), testNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
-		{"date, invalid Date header", header("Date", "yesterday", "Retry-After", retryAt), testNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
-		{"date, empty Date header", header("Date", "", "Retry-After", retryAt), testNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
-		{"date, past by received", header("Retry-After", retryAt), testNow.Add(time.Hour), 0, "Retry-After"},
-		{"Date header does not affect delay-seconds", header("Date", "Sun, 06 Nov 1994 08:49:37 GMT", "Retry-After", "5"), testNow, 5 * time.Second, "Retry-After"},
+		{"date, no Date header", mkHeader("Retry-After", retryAt), hdrNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
+		{"date, invalid Date header", mkHeader("Date", "yesterday", "Retry-After", retryAt), hdrNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
+		{"date, empty Date header", mkHeader("Date", "", "Retry-After", retryAt), hdrNow.Add(30 * time.Second), 90 * time.Second, "Retry-After"},
+		{"date, past by received", mkHeader("Retry-After", retryAt), hdrNow.Add(time.Hour), 0, "Retry-After"},
+		{"Date header does not affect delay-seconds", mkHeader("Date", "Sun, 06 Nov 1994 08:49:37 GMT", "Retry-After", "5"), hdrNow, 5 * time.Second, "Retry-After"},
 
 		// Millisecond variants win over Retry-After.
-		{"retry-after-ms", header("Retry-After-Ms", "1500"), testNow, 1500 * time.Millisecond, "Retry-After-Ms"},
-		{"retry-after-ms wins", header("Retry-After", "30", "Retry-After-Ms", "1500"), testNow, 1500 * time.Millisecond, "Retry-After-Ms"},
-		{"retry-after-ms lower-case via Set", header("retry-after-ms", "250", "retry-after", "30"), testNow, 250 * time.Millisecond, "Retry-After-Ms"},
-		{"retry-after-ms fractional", header("Retry-After-Ms", "0.5"), testNow, 500 * time.Microsecond, "Retry-After-Ms"},
-		{"retry-after-ms zero", header("Retry-After-Ms", "0", "Retry-After", "30"), testNow, 0, "Retry-After-Ms"},
-		{"retry-after-ms huge", header("Retry-After-Ms", "99999999999999999"), testNow, MaxServerWait, "Retry-After-Ms"},
-		{"x-ms-retry-after-ms", header("X-Ms-Retry-After-Ms", "20", "Retry-After", "1"), testNow, 20 * time.Millisecond, "X-Ms-Retry-After-Ms"},
-		{"retry-after-ms before x-ms-retry-after-ms", header("X-Ms-Retry-After-Ms", "20", "Retry-After-Ms", "30"), testNow, 30 * time.Millisecond, "Retry-After-Ms"},
-		{"garbage retry-after-ms falls through", header("Retry-After-Ms", "garbage", "Retry-After", "7"), testNow, 7 * time.Second, "Retry-After"},
-		{"negative retry-after-ms falls through", header("Retry-After-Ms", "-5", "X-Ms-Retry-After-Ms", "40"), testNow, 40 * time.Millisecond, "X-Ms-Retry-After-Ms"},
-		{"empty retry-after-ms falls through", header("Retry-After-Ms", "", "Retry-After", retryAt, "Date", testDate), testNow, 2 * time.Minute, "Retry-After"},
-		{"invalid ms variants, no Retry-After", header("Retry-After-Ms", "x", "X-Ms-Retry-After-Ms", "1e3"), testNow, 0, ""},
+		{"retry-after-ms", mkHeader("Retry-After-Ms", "1500"), hdrNow, 1500 * time.Millisecond, "Retry-After-Ms"},
+		{"retry-after-ms wins", mkHeader("Retry-After", "30", "Retry-After-Ms", "1500"), hdrNow, 1500 * time.Millisecond, "Retry-After-Ms"},
+		{"retry-after-ms lower-case via Set", mkHeader("retry-after-ms", "250", "retry-after", "30"), hdrNow, 250 * time.Millisecond, "Retry-After-Ms"},
+		{"retry-after-ms fractional", mkHeader("Retry-After-Ms", "0.5"), hdrNow, 500 * time.Microsecond, "Retry-After-Ms"},
+		{"retry-after-ms zero", mkHeader("Retry-After-Ms", "0", "Retry-After", "30"), hdrNow, 0, "Retry-After-Ms"},
+		{"retry-after-ms huge", mkHeader("Retry-After-Ms", "99999999999999999"), hdrNow, MaxServerWait, "Retry-After-Ms"},
+		{"x-ms-retry-after-ms", mkHeader("X-Ms-Retry-After-Ms", "20", "Retry-After", "1"), hdrNow, 20 * time.Millisecond, "X-Ms-Retry-After-Ms"},
+		{"retry-after-ms before x-ms-retry-after-ms", mkHeader("X-Ms-Retry-After-Ms", "20", "Retry-After-Ms", "30"), hdrNow, 30 * time.Millisecond, "Retry-After-Ms"},
+		{"garbage retry-after-ms falls through", mkHeader("Retry-After-Ms", "garbage", "Retry-After", "7"), hdrNow, 7 * time.Second, "Retry-After"},
+		{"negative retry-after-ms falls through", mkHeader("Retry-After-Ms", "-5", "X-Ms-Retry-After-Ms", "40"), hdrNow, 40 * time.Millisecond, "X-Ms-Retry-After-Ms"},
+		{"empty retry-after-ms falls through", mkHeader("Retry-After-Ms", "", "Retry-After", retryAt, "Date", hdrDate), hdrNow, 2 * time.Minute, "Retry-After"},
+		{"invalid ms variants, no Retry-After", mkHeader("Retry-After-Ms", "x", "X-Ms-Retry-After-Ms", "1e3"), hdrNow, 0, ""},
 
 		// Repeated field lines: the first one wins, even when it is invalid.
-		{"two lines, first wins", header("Retry-After", "1", "Retry-After", "100"), testNow, time.Second, "Retry-After"},
-		{"two lines, first invalid", header("Retry-After", "soon", "Retry-After", "100"), testNow, 0, ""},
-		{"two ms lines, first wins", header("Retry-After-Ms", "10", "Retry-After-Ms", "20"), testNow, 10 * time.Millisecond, "Retry-After-Ms"},
+		{"two lines, first wins", mkHeader("Retry-After", "1", "Retry-After", "100"), hdrNow, time.Second, "Retry-After"},
+		{"two lines, first invalid", mkHeader("Retry-After", "soon", "Retry-After", "100"), hdrNow, 0, ""},
+		{"two ms lines, first wins", mkHeader("Retry-After-Ms", "10", "Retry-After-Ms", "20"), hdrNow, 10 * time.Millisecond, "Retry-After-Ms"},
 
 		// Absent or invalid: HasRetryAfter is false and RetryAfter is 0.
-		{"absent", header("Content-Type", "text/plain", "Date", testDate), testNow, 0, ""},
-		{"invalid", header("Retry-After", "soon"), testNow, 0, ""},
-		{"negative", header("Retry-After", "-1"), testNow, 0, ""},
-		{"empty", header("Retry-After", ""), testNow, 0, ""},
-		{"bad date", header("Retry-After", "Wed, 99 Nov 2026 00:00:00 GMT", "Date", testDate), testNow, 0, ""},
-		{"present with no value", http.Header{"Retry-After": {}}, testNow, 0, ""},
+		{"absent", mkHeader("Content-Type", "text/plain", "Date", hdrDate), hdrNow, 0, ""},
+		{"invalid", mkHeader("Retry-After", "soon"), hdrNow, 0, ""},
+		{"negative", mkHeader("Retry-After", "-1"), hdrNow, 0, ""},
+		{"empty", mkHeader("Retry-After", ""), hdrNow, 0, ""},
+		{"bad date", mkHeader("Retry-After", "Wed, 99 Nov 2026 00:00:00 GMT", "Date", hdrDate), hdrNow, 0, ""},
+		{"present with no value", http.Header{"Retry-After": {}}, hdrNow, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -334,9 +335,12 @@ func TestParseHeadersCanonicalKeysOnly(t *testing.T) {
 		"stripe-should-retry": {"true"},
 		"x-should-retry":      {"false"},
 	}
-	require.Equal(t, "5", h.Get("Retry-After"), "Get canonicalises its argument, not the map's keys")
+	// net/http's own Get does not see them either: it canonicalises its
+	// argument, not the map's keys.
+	require.Equal(t, "", h.Get("Retry-After"))
 	require.Equal(t, "", h.Get("retry-after"))
-	require.Equal(t, Observation{Status: 429}, ParseHeaders(h, 429, testNow))
+	require.Equal(t, []string{"5"}, h["retry-after"])
+	require.Equal(t, Observation{Status: 429}, ParseHeaders(h, 429, hdrNow))
 
 	// The same values under canonical keys are read.
 	c := make(http.Header)
@@ -345,7 +349,7 @@ func TestParseHeadersCanonicalKeysOnly(t *testing.T) {
 			c.Add(k, v)
 		}
 	}
-	obs := ParseHeaders(c, 429, testNow)
+	obs := ParseHeaders(c, 429, hdrNow)
 	require.True(t, obs.HasRetryAfter)
 	require.Equal(t, 1500*time.Millisecond, obs.RetryAfter)
 	require.Equal(t, "Retry-After-Ms", obs.RetryAfterHeader)
@@ -358,31 +362,31 @@ func TestParseHeadersVerdict(t *testing.T) {
 		h    http.Header
 		want Verdict
 	}{
-		{"absent", header("Content-Type", "application/json"), VerdictNone},
-		{"stripe true", header("Stripe-Should-Retry", "true"), VerdictRetry},
-		{"stripe false", header("Stripe-Should-Retry", "false"), VerdictDoNotRetry},
-		{"stripe TRUE", header("Stripe-Should-Retry", "TRUE"), VerdictRetry},
-		{"stripe padded false", header("Stripe-Should-Retry", " false "), VerdictDoNotRetry},
-		{"stripe tab-padded True", header("Stripe-Should-Retry", "\tTrue\t"), VerdictRetry},
-		{"stripe garbage", header("Stripe-Should-Retry", "maybe"), VerdictNone},
-		{"stripe empty", header("Stripe-Should-Retry", ""), VerdictNone},
-		{"stripe 1 is not true", header("Stripe-Should-Retry", "1"), VerdictNone},
-		{"stripe yes is not true", header("Stripe-Should-Retry", "yes"), VerdictNone},
-		{"stripe truthy prefix", header("Stripe-Should-Retry", "true, false"), VerdictNone},
-		{"x-should-retry true", header("X-Should-Retry", "true"), VerdictRetry},
-		{"x-should-retry false", header("X-Should-Retry", "false"), VerdictDoNotRetry},
-		{"x-should-retry FALSE", header("X-Should-Retry", "FALSE"), VerdictDoNotRetry},
-		{"x-should-retry garbage", header("X-Should-Retry", "garbage"), VerdictNone},
-		{"lower-case name via Set", header("x-should-retry", "true"), VerdictRetry},
-		{"stripe wins", header("Stripe-Should-Retry", "false", "X-Should-Retry", "true"), VerdictDoNotRetry},
-		{"stripe garbage falls through", header("Stripe-Should-Retry", "garbage", "X-Should-Retry", "true"), VerdictRetry},
-		{"first line wins", header("X-Should-Retry", "false", "X-Should-Retry", "true"), VerdictDoNotRetry},
-		{"first line garbage", header("X-Should-Retry", "garbage", "X-Should-Retry", "true"), VerdictNone},
+		{"absent", mkHeader("Content-Type", "application/json"), VerdictNone},
+		{"stripe true", mkHeader("Stripe-Should-Retry", "true"), VerdictRetry},
+		{"stripe false", mkHeader("Stripe-Should-Retry", "false"), VerdictDoNotRetry},
+		{"stripe TRUE", mkHeader("Stripe-Should-Retry", "TRUE"), VerdictRetry},
+		{"stripe padded false", mkHeader("Stripe-Should-Retry", " false "), VerdictDoNotRetry},
+		{"stripe tab-padded True", mkHeader("Stripe-Should-Retry", "\tTrue\t"), VerdictRetry},
+		{"stripe garbage", mkHeader("Stripe-Should-Retry", "maybe"), VerdictNone},
+		{"stripe empty", mkHeader("Stripe-Should-Retry", ""), VerdictNone},
+		{"stripe 1 is not true", mkHeader("Stripe-Should-Retry", "1"), VerdictNone},
+		{"stripe yes is not true", mkHeader("Stripe-Should-Retry", "yes"), VerdictNone},
+		{"stripe truthy prefix", mkHeader("Stripe-Should-Retry", "true, false"), VerdictNone},
+		{"x-should-retry true", mkHeader("X-Should-Retry", "true"), VerdictRetry},
+		{"x-should-retry false", mkHeader("X-Should-Retry", "false"), VerdictDoNotRetry},
+		{"x-should-retry FALSE", mkHeader("X-Should-Retry", "FALSE"), VerdictDoNotRetry},
+		{"x-should-retry garbage", mkHeader("X-Should-Retry", "garbage"), VerdictNone},
+		{"lower-case name via Set", mkHeader("x-should-retry", "true"), VerdictRetry},
+		{"stripe wins", mkHeader("Stripe-Should-Retry", "false", "X-Should-Retry", "true"), VerdictDoNotRetry},
+		{"stripe garbage falls through", mkHeader("Stripe-Should-Retry", "garbage", "X-Should-Retry", "true"), VerdictRetry},
+		{"first line wins", mkHeader("X-Should-Retry", "false", "X-Should-Retry", "true"), VerdictDoNotRetry},
+		{"first line garbage", mkHeader("X-Should-Retry", "garbage", "X-Should-Retry", "true"), VerdictNone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Equal(t, tt.want, verdictFrom(tt.h))
-			obs := ParseHeaders(tt.h, http.StatusServiceUnavailable, testNow)
+			obs := ParseHeaders(tt.h, http.StatusServiceUnavailable, hdrNow)
 			require.Equal(t, Observation{Status: http.StatusServiceUnavailable, ShouldRetry: tt.want}, obs)
 		})
 	}
@@ -390,14 +394,14 @@ func TestParseHeadersVerdict(t *testing.T) {
 
 func TestParseHeadersStatusAndEmpty(t *testing.T) {
 	for _, status := range []int{0, 200, 429, 503, 999} {
-		require.Equal(t, Observation{Status: status}, ParseHeaders(nil, status, testNow))
-		require.Equal(t, Observation{Status: status}, ParseHeaders(http.Header{}, status, testNow))
-		require.Equal(t, Observation{Status: status}, ParseHeaders(header("Content-Length", "2"), status, time.Time{}))
+		require.Equal(t, Observation{Status: status}, ParseHeaders(nil, status, hdrNow))
+		require.Equal(t, Observation{Status: status}, ParseHeaders(http.Header{}, status, hdrNow))
+		require.Equal(t, Observation{Status: status}, ParseHeaders(mkHeader("Content-Length", "2"), status, time.Time{}))
 	}
 
 	// Everything at once.
-	h := header(
-		"Date", testDate,
+	h := mkHeader(
+		"Date", hdrDate,
 		"Retry-After", "Wed, 25 Nov 2026 21:00:10 GMT",
 		"Stripe-Should-Retry", "true",
 	)
@@ -407,13 +411,13 @@ func TestParseHeadersStatusAndEmpty(t *testing.T) {
 		HasRetryAfter:    true,
 		RetryAfterHeader: "Retry-After",
 		ShouldRetry:      VerdictRetry,
-	}, ParseHeaders(h, 429, testNow.Add(-3*time.Hour)))
+	}, ParseHeaders(h, 429, hdrNow.Add(-3*time.Hour)))
 }
 
 func TestParseHeadersDoesNotMutate(t *testing.T) {
-	h := header("Retry-After", " 5 ", "Date", testDate, "X-Should-Retry", " TRUE ")
+	h := mkHeader("Retry-After", " 5 ", "Date", hdrDate, "X-Should-Retry", " TRUE ")
 	before := h.Clone()
-	_ = ParseHeaders(h, 429, testNow)
+	_ = ParseHeaders(h, 429, hdrNow)
 	require.Equal(t, before, h)
 }
 
@@ -497,7 +501,7 @@ func checkRetryAfterBounds(t *testing.T, v string, d time.Duration, ok bool) {
 
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range retryAfterSeeds {
-		f.Add(s, testNow.Unix())
+		f.Add(s, hdrNow.Unix())
 	}
 	f.Add("Wed, 25 Nov 2026 21:32:42 GMT", int64(0))
 	f.Add("Fri, 31 Dec 9999 23:59:59 GMT", int64(-1<<62))
@@ -539,9 +543,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 
 func FuzzParseHeaders(f *testing.F) {
 	for _, s := range retryAfterSeeds {
-		f.Add(s, "", testDate, "")
+		f.Add(s, "", hdrDate, "")
 	}
-	f.Add("30", "1500", testDate, "true")
+	f.Add("30", "1500", hdrDate, "true")
 	f.Add("30", "garbage", "", " false ")
 	f.Add("Wed, 25 Nov 2026 21:02:00 GMT", "", "Wed, 25 Nov 2026 21:00:00 GMT", "TRUE")
 	f.Add("Wed, 25 Nov 2026 21:02:00 GMT", "", "yesterday", "garbage")
@@ -567,7 +571,7 @@ func FuzzParseHeaders(f *testing.F) {
 		set("X-Should-Retry", shouldRetry)
 		before := h.Clone()
 
-		obs := ParseHeaders(h, 429, testNow)
+		obs := ParseHeaders(h, 429, hdrNow)
 		if obs.RetryAfter < 0 || obs.RetryAfter > MaxServerWait {
 			t.Fatalf("RetryAfter %v outside [0, MaxServerWait]", obs.RetryAfter)
 		}
@@ -600,7 +604,7 @@ func FuzzParseHeaders(f *testing.F) {
 			}
 			return
 		}
-		now := testNow
+		now := hdrNow
 		if dv, present := h["Date"]; present {
 			if at, ok := parseHTTPDate(dv[0]); ok {
 				now = at
@@ -634,31 +638,31 @@ func equalHeaders(a, b http.Header) bool {
 }
 
 func BenchmarkParseHeaders(b *testing.B) {
-	received := testNow
+	received := hdrNow
 	benchmarks := []struct {
 		name   string
 		status int
 		h      http.Header
 	}{
-		{"no-rate-limit-headers", http.StatusOK, header(
+		{"no-rate-limit-headers", http.StatusOK, mkHeader(
 			"Content-Type", "application/json; charset=utf-8",
 			"Content-Length", "1234",
-			"Date", testDate,
+			"Date", hdrDate,
 			"Server", "nginx/1.27.0",
 			"Cache-Control", "no-cache",
 			"Vary", "Accept-Encoding",
 		)},
-		{"429-delay-seconds", http.StatusTooManyRequests, header(
+		{"429-delay-seconds", http.StatusTooManyRequests, mkHeader(
 			"Content-Type", "text/plain; charset=utf-8",
 			"Content-Length", "42",
-			"Date", testDate,
+			"Date", hdrDate,
 			"Server", "nginx/1.27.0",
 			"Retry-After", "2",
 		)},
-		{"429-http-date", http.StatusTooManyRequests, header(
+		{"429-http-date", http.StatusTooManyRequests, mkHeader(
 			"Content-Type", "text/plain; charset=utf-8",
 			"Content-Length", "42",
-			"Date", testDate,
+			"Date", hdrDate,
 			"Server", "nginx/1.27.0",
 			"Retry-After", "Wed, 25 Nov 2026 21:00:30 GMT",
 		)},
@@ -680,13 +684,13 @@ func BenchmarkParseHeaders(b *testing.B) {
 // TestParseHeadersNoRateLimitHeadersDoesNotAllocate guards the hot path: a
 // response without rate-limit headers costs no allocation.
 func TestParseHeadersNoRateLimitHeadersDoesNotAllocate(t *testing.T) {
-	h := header("Content-Type", "application/json", "Content-Length", "2", "Date", testDate, "Server", "x")
-	allocs := testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 200, testNow) })
+	h := mkHeader("Content-Type", "application/json", "Content-Length", "2", "Date", hdrDate, "Server", "x")
+	allocs := testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 200, hdrNow) })
 	require.Zero(t, allocs)
 	h.Set("Retry-After", "2")
-	allocs = testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, testNow) })
+	allocs = testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, hdrNow) })
 	require.Zero(t, allocs)
 	h.Set("Retry-After", "Wed, 25 Nov 2026 21:00:30 GMT")
-	allocs = testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, testNow) })
+	allocs = testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, hdrNow) })
 	require.Zero(t, allocs)
 }
