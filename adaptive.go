@@ -39,6 +39,9 @@ func (p *pause) extend(t time.Time) {
 	p.mu.Unlock()
 }
 
+// CloseIdleConnections closes the idle connections of the transport below.
+func (p *pacer) CloseIdleConnections() { closeIdle(p.next) }
+
 // RoundTrip implements http.RoundTripper.
 func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, _, err := p.observe(req)
@@ -65,10 +68,11 @@ func (p *pacer) observe(req *http.Request) (*http.Response, Observation, error) 
 	obs := ParseHeaders(resp.Header, resp.StatusCode, now)
 	if obs.HasRetryAfter && obs.RetryAfter > 0 &&
 		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		// The whole pause is kept, however long: a request that finds more
+		// of it left than it may wait fails fast in wait, rather than
+		// sleeping through a truncated pause and earning another 429.
 		v, _ := p.keys.LoadOrStore(key, &pause{})
-		// Never pause longer than a caller would wait: beyond max wait the
-		// retry layer fails fast, and so should every other request.
-		v.(*pause).extend(now.Add(min(obs.RetryAfter, p.c.maxWait+time.Nanosecond)))
+		v.(*pause).extend(now.Add(obs.RetryAfter))
 	}
 	return resp, obs, nil
 }

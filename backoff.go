@@ -39,12 +39,18 @@ func (f BackoffFunc) Delay(retry int, prev time.Duration) time.Duration { return
 // 0, a cap <= 0 means "no cap below MaxServerWait", a cap below base wins over
 // base, and any retry number (even 1000) gives a finite delay.
 func NewBackoff(base, cap time.Duration, jitter Jitter, src rand.Source) Backoff {
+	return newExpBackoff(base, cap, jitter, newRandSource(src))
+}
+
+// newExpBackoff is NewBackoff with an already locked source, so a transport
+// can share one source, under one lock, between backoff and spread.
+func newExpBackoff(base, cap time.Duration, jitter Jitter, rnd *randSource) *expBackoff {
 	base = max(base, 0)
 	if cap <= 0 || cap > MaxServerWait {
 		cap = MaxServerWait
 	}
 	base = min(base, cap)
-	return &expBackoff{base: base, cap: cap, jitter: jitter, rnd: newRandSource(src)}
+	return &expBackoff{base: base, cap: cap, jitter: jitter, rnd: rnd}
 }
 
 type expBackoff struct {

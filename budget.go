@@ -1,6 +1,7 @@
 package headway
 
 import (
+	"math"
 	"sync"
 )
 
@@ -29,25 +30,38 @@ type RetryBudget interface {
 // deposits ratio tokens and every retry withdraws one. Over N requests to a
 // key at most reserve + ratio*N retries happen, so with the defaults (0.1,
 // 10) a total outage costs about 1.1 attempts per request instead of
-// WithMaxAttempts. Negative arguments count as 0.
+// WithMaxAttempts. A negative or NaN ratio counts as 0,
+// and so does a negative reserve.
 //
 // The in-process budget keeps one small entry per key for the life of the
 // transport; keys are hosts by default (see WithKey), so this is bounded by
 // the number of hosts a client talks to.
 func NewRetryBudget(ratio float64, reserve int) RetryBudget {
-	ratio = max(ratio, 0)
+	if math.IsNaN(ratio) || ratio < 0 {
+		ratio = 0
+	}
+	ratio = min(ratio, math.MaxInt32) // +Inf fills the bucket at every request
 	reserve = max(reserve, 0)
-	return &tokenBudget{ratio: ratio, reserve: float64(reserve), max: float64(max(reserve, 1))}
+	// Tokens are counted in thousandths, so that ten deposits of 0.1 make
+	// exactly one retry (float sums would fall just short of it).
+	return &tokenBudget{
+		ratio:   int64(math.Round(ratio * tokenScale)),
+		reserve: int64(min(reserve, math.MaxInt32)) * tokenScale,
+		max:     int64(max(min(reserve, math.MaxInt32), 1)) * tokenScale,
+	}
 }
 
+// tokenScale is the number of budget units in one retry.
+const tokenScale = 1000
+
 type tokenBudget struct {
-	ratio, reserve, max float64
+	ratio, reserve, max int64    // in thousandths of a retry
 	keys                sync.Map // string -> *budgetBucket
 }
 
 type budgetBucket struct {
 	mu     sync.Mutex
-	tokens float64
+	tokens int64
 }
 
 func (b *tokenBudget) bucket(key string) *budgetBucket {
@@ -74,9 +88,9 @@ func (b *tokenBudget) Withdraw(key string) bool {
 	k := b.bucket(key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.tokens < 1 {
+	if k.tokens < tokenScale {
 		return false
 	}
-	k.tokens--
+	k.tokens -= tokenScale
 	return true
 }

@@ -71,7 +71,7 @@ func newConfig(opts []Option) *config {
 	}
 	c.rnd = newRandSource(c.src)
 	if c.backoff == nil {
-		c.backoff = NewBackoff(c.base, c.cap, c.jitter, c.src)
+		c.backoff = newExpBackoff(c.base, c.cap, c.jitter, c.rnd)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -229,6 +229,8 @@ func NewTransport(base http.RoundTripper, opts ...Option) http.RoundTripper {
 	}
 	if c.retry {
 		rt = newRetryTransport(rt, c)
+	} else {
+		rt = countingTransport{rt}
 	}
 	return rt
 }

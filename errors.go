@@ -105,7 +105,7 @@ func (e *RateLimitError) Error() string {
 	}
 	if e.StatusCode == 0 {
 		// Refused by the pacing layer before anything was sent.
-		b.WriteString("held back by an earlier 429 from the same server")
+		b.WriteString("held back: the server asked earlier for a pause that cannot fit")
 	} else {
 		status := e.Status
 		if status == "" {

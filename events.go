@@ -60,3 +60,22 @@ func statsFrom(ctx context.Context) *Stats {
 	}
 	return nil
 }
+
+// countingTransport keeps Stats when the retry layer, which normally keeps
+// them, is left out (WithoutRetries).
+type countingTransport struct{ next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if st := statsFrom(req.Context()); st != nil && heldBack(err) == nil {
+		st.Attempts++
+		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			st.Throttled++
+		}
+	}
+	return resp, err
+}
+
+// CloseIdleConnections closes the idle connections of the transport below.
+func (t countingTransport) CloseIdleConnections() { closeIdle(t.next) }

@@ -94,11 +94,3 @@ func (r *replayer) body(n int) (io.ReadCloser, error) {
 	}
 	return b, nil
 }
-
-// closeUnsent closes the caller's body when no attempt was ever sent, as the
-// RoundTripper contract requires.
-func (r *replayer) closeUnsent() {
-	if r.first != nil {
-		r.first.Close()
-	}
-}

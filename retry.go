@@ -48,6 +48,17 @@ type attempt struct {
 	release func()
 }
 
+// CloseIdleConnections closes the idle connections of the transport below,
+// so that http.Client.CloseIdleConnections works through headway.
+func (t *retryTransport) CloseIdleConnections() { closeIdle(t.next) }
+
+// closeIdle calls rt's CloseIdleConnections, if it has one.
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // RoundTrip implements http.RoundTripper.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {

@@ -513,7 +513,7 @@ func TestPacingSharesAPauseAcrossRequests(t *testing.T) {
 	var rle *RateLimitError
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, 0, rle.StatusCode)
-	require.Contains(t, rle.Error(), "held back by an earlier 429")
+	require.Contains(t, rle.Error(), "held back: the server asked earlier for a pause that cannot fit")
 	require.Equal(t, 0, rle.Attempts)
 	require.Equal(t, 1, h.script.calls(), "the second request was never sent")
 	require.Empty(t, h.clk.Sleeps())
@@ -534,4 +534,42 @@ func TestWithoutRetries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 429, resp.StatusCode)
 	require.Equal(t, 1, h.script.calls())
+}
+
+func TestHugePauseMakesEveryLaterRequestFailFast(t *testing.T) {
+	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "99999999999"}}}, WithMaxWait(time.Second))
+	for i := 0; i < 3; i++ {
+		_, err, _ := h.do(t, "GET", "")
+		require.ErrorIs(t, err, ErrRateLimitExceeded)
+	}
+	require.Empty(t, h.clk.Sleeps(), "no request slept through a truncated pause")
+	require.Equal(t, 1, h.script.calls())
+}
+
+func TestStatsWithoutRetries(t *testing.T) {
+	h := newHarness(t, []reply{{status: 429}}, WithoutRetries())
+	_, err, st := h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, Stats{Attempts: 1, Throttled: 1}, st)
+	h = newHarness(t, []reply{ok200()}, WithoutRetries(), WithoutPacing())
+	_, err, st = h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, Stats{Attempts: 1}, st)
+}
+
+// closeCounter is a RoundTripper that counts CloseIdleConnections calls.
+type closeCounter struct {
+	http.RoundTripper
+	n int
+}
+
+func (c *closeCounter) CloseIdleConnections() { c.n++ }
+
+func TestCloseIdleConnectionsReachesTheBase(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithoutRetries()}, {WithoutPacing()}, {WithoutRetries(), WithoutPacing()}} {
+		base := &closeCounter{RoundTripper: httpmock.NewMockTransport()}
+		c := &http.Client{Transport: NewTransport(base, opts...)}
+		c.CloseIdleConnections()
+		require.Equal(t, 1, base.n)
+	}
 }

@@ -1,0 +1,120 @@
+package headway
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	retryablehttp "github.com/hashicorp/go-retryablehttp"
+)
+
+// loBenchGet does one GET with do and drains and closes the response.
+func loBenchGet(b *testing.B, do func() (*http.Response, error)) {
+	resp, err := do()
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// loNewRetryablehttp returns a silent go-retryablehttp client with its default
+// policy (RetryMax 4, DefaultRetryPolicy) and no real sleeping.
+func loNewRetryablehttp() *retryablehttp.Client {
+	c := retryablehttp.NewClient()
+	c.Logger = nil
+	c.RetryWaitMin, c.RetryWaitMax = 0, time.Millisecond
+	c.Backoff = func(_, _ time.Duration, _ int, _ *http.Response) time.Duration { return 0 }
+	return c
+}
+
+// BenchmarkHotPath: the cost headway adds when nothing goes wrong, next to a
+// plain http.Client and a go-retryablehttp client, each sending GETs to one
+// loopback server answering 200 with a small body.
+func BenchmarkHotPath(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+
+	b.Run("headway", func(b *testing.B) {
+		client := New() // its idle connections end with srv.Close
+		b.ReportAllocs()
+		for b.Loop() {
+			loBenchGet(b, func() (*http.Response, error) { return client.Get(srv.URL) })
+		}
+	})
+	b.Run("net-http", func(b *testing.B) {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		defer base.CloseIdleConnections()
+		client := &http.Client{Transport: base}
+		b.ReportAllocs()
+		for b.Loop() {
+			loBenchGet(b, func() (*http.Response, error) { return client.Get(srv.URL) })
+		}
+	})
+	b.Run("retryablehttp", func(b *testing.B) {
+		client := loNewRetryablehttp()
+		defer client.HTTPClient.CloseIdleConnections()
+		b.ReportAllocs()
+		for b.Loop() {
+			loBenchGet(b, func() (*http.Response, error) { return client.Get(srv.URL) })
+		}
+	})
+}
+
+// BenchmarkOutage503: attempts per request against a server that answers 503
+// to everything. headway's default budget holds it near 1.1;
+// go-retryablehttp's defaults make 1+RetryMax attempts. Both sleep 0 (a fake
+// auto clock for headway, a zero Backoff for go-retryablehttp).
+func BenchmarkOutage503(b *testing.B) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "down")
+	}))
+	defer srv.Close()
+
+	report := func(b *testing.B, from int64) {
+		b.ReportMetric(float64(hits.Load()-from)/float64(b.N), "attempts/req")
+	}
+	b.Run("headway", func(b *testing.B) {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		defer base.CloseIdleConnections()
+		client := &http.Client{Transport: NewTransport(base, WithClock(loAutoClock()))}
+		from := hits.Load()
+		b.ReportAllocs()
+		for b.Loop() {
+			loBenchGet(b, func() (*http.Response, error) { return client.Get(srv.URL) })
+		}
+		report(b, from)
+	})
+	b.Run("headway-no-budget", func(b *testing.B) {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		defer base.CloseIdleConnections()
+		client := &http.Client{Transport: NewTransport(base, WithClock(loAutoClock()), WithRetryBudget(nil))}
+		from := hits.Load()
+		b.ReportAllocs()
+		for b.Loop() {
+			loBenchGet(b, func() (*http.Response, error) { return client.Get(srv.URL) })
+		}
+		report(b, from)
+	})
+	b.Run("retryablehttp", func(b *testing.B) {
+		client := loNewRetryablehttp()
+		defer client.HTTPClient.CloseIdleConnections()
+		from := hits.Load()
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := client.Get(srv.URL)
+			if err == nil { // it gives up with an error after 1+RetryMax attempts
+				b.Fatalf("want an error, got %d", resp.StatusCode)
+			}
+		}
+		report(b, from)
+	})
+}
