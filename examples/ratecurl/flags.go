@@ -1,0 +1,346 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/headway-go/headway"
+)
+
+const usageHead = `usage: ratecurl [flags] URL
+
+Sends a request to URL, -n times from -c workers, through headway: requests
+are paced before they are sent, 429s and 5xx are retried when that is safe
+(a POST is repeated after a 5xx only with an Idempotency-Key), and the
+server's Retry-After is honoured up to -max-wait.
+
+With -n 1 the response body goes to stdout; with -n > 1 bodies are discarded
+and a summary goes to stderr; -json prints one JSON summary on stdout.
+Exit status: 0 if every request ended with a response neither 429 nor 5xx,
+1 otherwise, 2 on bad usage. Flags may also follow the URL.
+
+flags:
+`
+
+// options is the parsed command line.
+type options struct {
+	url     string
+	method  string
+	header  http.Header
+	host    string // from -H 'Host: ...', which net/http takes from Request.Host
+	body    []byte
+	hasBody bool
+
+	n, c        int
+	maxWait     time.Duration
+	maxAttempts int
+	jitter      headway.Jitter
+	baseDelay   time.Duration
+	maxDelay    time.Duration
+	noRetry     bool
+	noPace      bool
+	timeout     time.Duration
+	verbose     bool
+	json        bool
+}
+
+// headwayOptions maps the flags onto headway's options.
+func (o *options) headwayOptions() []headway.Option {
+	opts := []headway.Option{
+		headway.WithMaxWait(o.maxWait),
+		headway.WithMaxAttempts(o.maxAttempts),
+		headway.WithJitter(o.jitter),
+		headway.WithBackoffDelays(o.baseDelay, o.maxDelay),
+	}
+	if o.noRetry {
+		opts = append(opts, headway.WithoutRetries())
+	}
+	if o.noPace {
+		opts = append(opts, headway.WithoutPacing())
+	}
+	return opts
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ", ") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// usageError is bad usage: ratecurl exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parseArgs parses the command line. It returns flag.ErrHelp for -h, a
+// *usageError for anything else that is wrong. stdin is read for -d @-.
+func parseArgs(args []string, stdin io.Reader) (*options, error) {
+	o := &options{}
+	var (
+		headers, data stringList
+		jitter        string
+	)
+	fs := flag.NewFlagSet("ratecurl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by usageFailure
+	fs.IntVar(&o.n, "n", 1, "send `N` requests")
+	fs.IntVar(&o.c, "c", 1, "send from `C` concurrent workers")
+	fs.StringVar(&o.method, "X", "", "request `method` (default GET, or POST with -d)")
+	fs.Var(&headers, "H", "add a request `header` 'Name: value' (repeatable)")
+	fs.Var(&data, "d", "request `body`; @file reads a file, @- stdin (repeatable, joined with '&' like curl)")
+	fs.DurationVar(&o.maxWait, "max-wait", headway.DefaultMaxWait,
+		"longest single wait before a retry; a longer Retry-After fails at once")
+	fs.IntVar(&o.maxAttempts, "max-attempts", headway.DefaultMaxAttempts, "at most `N` attempts per request, the first included")
+	fs.StringVar(&jitter, "jitter", headway.JitterFull.String(), "backoff `jitter`: full, equal, decorrelated or none")
+	fs.DurationVar(&o.baseDelay, "base-delay", headway.DefaultBaseDelay, "backoff before the first retry, doubled for each further one")
+	fs.DurationVar(&o.maxDelay, "max-delay", headway.DefaultMaxDelay, "cap of the backoff (a server's Retry-After may ask for more)")
+	fs.BoolVar(&o.noRetry, "no-retry", false, "never retry: report responses and errors as they come")
+	fs.BoolVar(&o.noPace, "no-pace", false, "never hold requests back before sending them")
+	fs.DurationVar(&o.timeout, "timeout", 0, "overall timeout of each request, retries and body included (0: none)")
+	fs.BoolVar(&o.verbose, "v", false, "print a line on stderr for every retry and every finished request")
+	fs.BoolVar(&o.json, "json", false, "print one JSON summary on stdout and nothing else")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
+		fs.PrintDefaults()
+	}
+
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, &helpRequest{fs: fs}
+	}
+	if err != nil {
+		return nil, &usageError{msg: err.Error()}
+	}
+
+	switch len(pos) {
+	case 0:
+		return nil, usagef("missing URL")
+	case 1:
+	default:
+		return nil, usagef("want exactly one URL, got %d: %q", len(pos), pos)
+	}
+	if o.n < 1 {
+		return nil, usagef("-n must be at least 1, got %d", o.n)
+	}
+	if o.c < 1 {
+		return nil, usagef("-c must be at least 1, got %d", o.c)
+	}
+	if o.maxAttempts < 1 {
+		return nil, usagef("-max-attempts must be at least 1, got %d", o.maxAttempts)
+	}
+	for name, d := range map[string]time.Duration{"-max-wait": o.maxWait, "-base-delay": o.baseDelay, "-max-delay": o.maxDelay} {
+		if d <= 0 {
+			return nil, usagef("%s must be positive, got %v", name, d)
+		}
+	}
+	if o.timeout < 0 {
+		return nil, usagef("-timeout must not be negative, got %v", o.timeout)
+	}
+	if o.jitter, err = headway.ParseJitter(jitter); err != nil {
+		return nil, usagef("bad -jitter %q: want full, equal, decorrelated or none", jitter)
+	}
+
+	if len(data) > 0 {
+		parts := make([][]byte, len(data))
+		for i, d := range data {
+			if parts[i], err = readData(d, stdin); err != nil {
+				return nil, err
+			}
+		}
+		o.body, o.hasBody = joinData(parts), true
+	}
+	if o.method == "" {
+		o.method = http.MethodGet
+		if o.hasBody {
+			o.method = http.MethodPost
+		}
+	}
+
+	o.header = http.Header{}
+	for _, h := range headers {
+		if err := o.addHeader(h); err != nil {
+			return nil, err
+		}
+	}
+	if o.header.Get("User-Agent") == "" {
+		o.header.Set("User-Agent", "ratecurl (headway)")
+	}
+	if o.hasBody && o.header.Get("Content-Type") == "" {
+		o.header.Set("Content-Type", "application/x-www-form-urlencoded") // as curl -d does
+	}
+
+	if err := o.setURL(pos[0]); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// helpRequest is -h or -help: ratecurl prints the usage and exits 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (*helpRequest) Error() string { return "help requested" }
+
+// usageFailure reports err from parseArgs and returns the exit status.
+func usageFailure(err error, stderr io.Writer) int {
+	var help *helpRequest
+	if errors.As(err, &help) {
+		help.fs.SetOutput(stderr)
+		help.fs.Usage()
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "ratecurl: %v\nusage: ratecurl [flags] URL (ratecurl -h lists the flags)\n", err)
+	return exitUsage
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments (flag stops at the first non-flag), and returns the
+// positional arguments. Everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && !(n > 1 && takesValue(fs, args[n-2])) {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// takesValue reports whether arg is a flag, like "-d", that consumes the
+// next argument as its value.
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	if !ok || strings.Contains(name, "=") {
+		return false
+	}
+	name = strings.TrimPrefix(name, "-")
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
+}
+
+// readData returns the bytes of one -d argument.
+func readData(arg string, stdin io.Reader) ([]byte, error) {
+	name, isFile := strings.CutPrefix(arg, "@")
+	if !isFile {
+		return []byte(arg), nil
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if name == "-" {
+		if stdin == nil {
+			return nil, usagef("-d @-: no standard input")
+		}
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, usagef("-d %s: %v", arg, err)
+	}
+	return b, nil
+}
+
+func joinData(parts [][]byte) []byte {
+	b := []byte{}
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, '&')
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+// addHeader adds one -H 'Name: value'.
+func (o *options) addHeader(h string) error {
+	name, value, ok := strings.Cut(h, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return usagef("bad -H %q: want 'Name: value'", h)
+	}
+	if !isToken(name) {
+		return usagef("bad -H %q: invalid header name %q", h, name)
+	}
+	value = strings.TrimSpace(value)
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return usagef("bad -H %q: the value contains a line break or NUL", h)
+	}
+	if http.CanonicalHeaderKey(name) == "Host" {
+		o.host = value
+		return nil
+	}
+	o.header.Add(name, value)
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token (a valid header name or
+// method).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// setURL checks the URL and the method together: an absolute http or https
+// URL with a host, and a method that is a token.
+func (o *options) setURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return usagef("invalid URL %q: %v", raw, err)
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return usagef("invalid URL %q: want an http:// or https:// URL", raw)
+	}
+	if u.Host == "" {
+		return usagef("invalid URL %q: no host", raw)
+	}
+	if !isToken(o.method) {
+		return usagef("invalid method %q", o.method)
+	}
+	if _, err := http.NewRequest(o.method, raw, nil); err != nil {
+		return usagef("invalid request: %v", err)
+	}
+	o.url = raw
+	return nil
+}

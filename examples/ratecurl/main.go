@@ -1,0 +1,77 @@
+// Command ratecurl sends an HTTP request, once or many times, through
+// headway: requests are paced before they are sent and retried when that is
+// safe and useful, and ratecurl reports what headway did.
+//
+//	ratecurl [flags] URL
+//
+// With -n 1 (the default) it prints the response body like curl. With
+// -n > 1 it discards the bodies and prints a summary on stderr. With -json
+// it prints one JSON object on stdout and nothing else:
+//
+//	ratecurl -json -n 300 -c 8 https://api.example.com/items
+//	{"requests":300,"succeeded":298,"failed":2,"errors":0,"attempts":311,...}
+//
+// The exit status is 0 when every request ended with a response that is
+// neither a 429 nor a 5xx, 1 otherwise, and 2 on bad usage.
+//
+// Run ratecurl -h for the flags.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK     = 0 // every request ended with a response neither 429 nor 5xx
+	exitFailed = 1 // some request did not
+	exitUsage  = 2 // bad flags or arguments
+)
+
+func main() {
+	// The first Ctrl-C stops sending and reports what happened so far; once
+	// it has arrived the default behaviour is back, so a second one kills.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }()
+	os.Exit(runContext(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is ratecurl without signal handling: it parses args, sends the
+// requests and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is run with a context whose cancellation (Ctrl-C in main)
+// stops sending new requests and cancels those in flight; the summary of
+// what was done is still printed.
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args, stdin)
+	if err != nil {
+		return usageFailure(err, stderr)
+	}
+
+	con := newConsole(stderr, isTerminal(stderr))
+	r := newRunner(o, con, stdout)
+	defer r.close()
+
+	sum := r.runAll(ctx)
+
+	switch {
+	case o.json:
+		if err := writeJSON(stdout, sum.report()); err != nil {
+			con.printf("ratecurl: writing the report: %v", err)
+			return exitFailed
+		}
+	case o.n > 1:
+		con.printf("%s", sum.text())
+	}
+	if sum.allSucceeded(o.n) {
+		return exitOK
+	}
+	return exitFailed
+}
