@@ -17,7 +17,10 @@ import (
 // a TLS certificate that does not verify, a malformed request) is final.
 // The caller's own context being done is handled before this is consulted.
 func isTransient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	// A cancellation is final. A deadline is not, here: the caller's own
+	// context is checked before this, so a DeadlineExceeded that reaches
+	// it is a transport's timeout (ResponseHeaderTimeout, ...).
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	if isCertificateError(err) {

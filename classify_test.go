@@ -347,7 +347,7 @@ func TestIsTransient(t *testing.T) {
 		{"reset as text", errors.New("read tcp: connection reset by peer"), true},
 		{"canceled", context.Canceled, false},
 		{"canceled wrapped", &url.Error{Op: "Get", URL: "http://x/", Err: context.Canceled}, false},
-		{"deadline (a net.Error timeout too)", context.DeadlineExceeded, false},
+		{"a transport deadline (the caller's own is checked first)", context.DeadlineExceeded, true},
 		{"canceled together with a reset", errors.Join(context.Canceled, syscall.ECONNRESET), false},
 		{"attempt timeout", ErrAttemptTimeout, false}, // retried by the retry layer itself, not by this list
 		{"unknown authority", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false},
@@ -365,4 +365,30 @@ func TestIsTransient(t *testing.T) {
 			require.Equal(t, tc.want, isTransient(tc.err), "%v", tc.err)
 		})
 	}
+}
+
+// TestResponseHeaderTimeoutIsRetried: the base transport's own timeout
+// reports a DeadlineExceeded although the caller's context is alive; that is
+// a transient failure, retried for a GET.
+func TestResponseHeaderTimeoutIsRetried(t *testing.T) {
+	loNoLeaks(t)
+	var calls atomic.Int32
+	srv := loServe(t, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-r.Context().Done() // the first attempt hangs until the client gives up
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	clk := loAutoClock()
+	base := loBase(t)
+	base.ResponseHeaderTimeout = 20 * time.Millisecond
+	rt := NewTransport(base, WithClock(clk), WithMaxAttempts(2))
+	req, st := loRequest(t, context.Background(), http.MethodGet, srv.URL, nil)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	loCloseBody(t, resp)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, 2, st.Attempts)
+	require.EqualValues(t, 2, calls.Load())
 }

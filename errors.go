@@ -111,9 +111,12 @@ func (e *RateLimitError) Error() string {
 		if status == "" {
 			status = fmt.Sprintf("%d %s", e.StatusCode, http.StatusText(e.StatusCode))
 		}
-		fmt.Fprintf(&b, "%s after %d attempt", status, e.Attempts)
-		if e.Attempts != 1 {
-			b.WriteByte('s')
+		b.WriteString(status)
+		if e.Attempts > 0 {
+			fmt.Fprintf(&b, " after %d attempt", e.Attempts)
+			if e.Attempts != 1 {
+				b.WriteByte('s')
+			}
 		}
 	}
 	if e.Waited > 0 {

@@ -131,21 +131,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if throttled && st != nil {
 				st.Throttled++
 			}
-			retry := c.retryStatus(resp.StatusCode)
-			switch a.obs.ShouldRetry {
-			case VerdictRetry:
-				retry = resp.StatusCode >= 400
-			case VerdictDoNotRetry:
-				if throttled {
-					return nil, t.rateLimited(req, a, n, waited, ReasonServerDeclined, 0)
-				}
-				retry = false
+			retry, declined := c.retryResponse(resp.StatusCode, a.obs, safeAfterWrite)
+			if declined {
+				return nil, t.rateLimited(req, a, n, waited, ReasonServerDeclined, 0)
 			}
 			if !retry {
-				return a.keep(), nil
-			}
-			// A 429 was not processed; any other failure may have been.
-			if !throttled && !safeAfterWrite && a.obs.ShouldRetry != VerdictRetry {
 				return a.keep(), nil
 			}
 		}
@@ -170,29 +160,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		backoff := max(c.backoff.Delay(n, prevBackoff), 0)
 		prevBackoff = backoff
-		wait, required := backoff, time.Duration(0)
-		if err == nil && a.obs.HasRetryAfter && a.obs.RetryAfter > 0 {
-			required = a.obs.RetryAfter
-			if required > c.maxWait {
-				return giveUp(ReasonWaitTooLong, c.maxWait)
-			}
-			// The server knows when it will have capacity again: its
-			// Retry-After replaces our guess rather than adding to it.
-			wait = required + t.spread(required)
-		} else if throttled {
-			// A 429 with no usable Retry-After (absent, zero or past) is no
-			// licence to storm: wait at least the base delay.
-			wait = max(wait, c.base)
+		var retryAfter time.Duration
+		if err == nil && a.obs.HasRetryAfter {
+			retryAfter = a.obs.RetryAfter
 		}
-		wait = min(wait, max(c.maxWait, required))
-		if dl, ok := ctx.Deadline(); ok {
-			left := dl.Sub(c.clock.Now())
-			if required >= left || wait >= left && required == 0 {
-				return giveUp(ReasonDeadline, max(left, 0))
-			}
-			if wait >= left {
-				wait = required
-			}
+		wait, reason, limit := c.planWait(ctx, retryAfter, throttled, backoff, c.base)
+		if reason != 0 {
+			return giveUp(reason, limit)
 		}
 		if !throttled && c.budget != nil && !c.budget.Withdraw(key) {
 			if err != nil {
@@ -310,26 +284,75 @@ func (b *releasingBody) Close() error {
 	return err
 }
 
+// retryResponse decides whether a response is worth another attempt, by
+// status, by the server's explicit verdict, and by whether the request may be
+// repeated after the server may have processed it (repeatable: idempotent,
+// keyed, or WithRetryAllMethods). declined reports a 429 the server asked
+// not to retry.
+func (c *config) retryResponse(code int, obs Observation, repeatable bool) (retry, declined bool) {
+	throttled := code == http.StatusTooManyRequests
+	retry = c.retryStatus(code)
+	switch obs.ShouldRetry {
+	case VerdictRetry:
+		return code >= 400, false
+	case VerdictDoNotRetry:
+		return false, throttled
+	}
+	// A 429 was not processed; any other failure may have been.
+	return retry && (throttled || repeatable), false
+}
+
+// planWait decides how long to wait before the next attempt, or why to give
+// up at once without waiting (reason != 0, with the bound that was hit).
+// retryAfter is the server's Retry-After (0 when absent or past), backoff the
+// strategy's delay, floor the least a 429 without Retry-After waits.
+func (c *config) planWait(ctx context.Context, retryAfter time.Duration, throttled bool, backoff, floor time.Duration) (wait time.Duration, reason Reason, limit time.Duration) {
+	wait, required := backoff, time.Duration(0)
+	if retryAfter > 0 {
+		required = retryAfter
+		if required > c.maxWait {
+			return 0, ReasonWaitTooLong, c.maxWait
+		}
+		// The server knows when it will have capacity again: its
+		// Retry-After replaces our guess rather than adding to it.
+		wait = required + c.spread(required)
+	} else if throttled {
+		// A 429 with no usable Retry-After (absent, zero or past) is no
+		// licence to storm: wait at least the floor.
+		wait = max(wait, floor)
+	}
+	wait = min(wait, max(c.maxWait, required))
+	if dl, ok := ctx.Deadline(); ok {
+		left := dl.Sub(c.clock.Now())
+		if required >= left || wait >= left && required == 0 {
+			return 0, ReasonDeadline, max(left, 0)
+		}
+		if wait >= left {
+			wait = required
+		}
+	}
+	return max(wait, 0), 0, 0
+}
+
 // spread returns a small positive random addition to a Retry-After wait
 // (up to a tenth of it, at most one second), so that many clients told the
 // same instant do not all come back at that instant.
-func (t *retryTransport) spread(required time.Duration) time.Duration {
+func (c *config) spread(required time.Duration) time.Duration {
 	s := min(required/10, time.Second)
-	return time.Duration(t.c.rnd.float64() * float64(s))
+	return time.Duration(c.rnd.float64() * float64(s))
 }
 
-// rateLimited builds the error for a 429 headway will not retry, consuming
-// the response.
-func (t *retryTransport) rateLimited(req *http.Request, a attempt, attempts int, waited time.Duration, reason Reason, limit time.Duration) error {
-	resp := a.resp
+// newRateLimitError builds the error for a 429 headway will not retry,
+// keeping the start of its body; the caller still owns (and closes) resp.
+func newRateLimitError(req *http.Request, resp *http.Response, obs Observation, attempts int, waited time.Duration, reason Reason, limit time.Duration) *RateLimitError {
 	e := &RateLimitError{
 		Method:        req.Method,
 		URL:           redact(req.URL),
 		StatusCode:    resp.StatusCode,
 		Status:        resp.Status,
 		Header:        resp.Header.Clone(),
-		RetryAfter:    a.obs.RetryAfter,
-		HasRetryAfter: a.obs.HasRetryAfter,
+		RetryAfter:    obs.RetryAfter,
+		HasRetryAfter: obs.HasRetryAfter,
 		Attempts:      attempts,
 		Waited:        waited,
 		Reason:        reason,
@@ -338,6 +361,13 @@ func (t *retryTransport) rateLimited(req *http.Request, a attempt, attempts int,
 	if resp.Body != nil {
 		e.Body, _ = io.ReadAll(io.LimitReader(resp.Body, MaxBodyExcerpt))
 	}
+	return e
+}
+
+// rateLimited builds the error for a 429 headway will not retry, consuming
+// the response.
+func (t *retryTransport) rateLimited(req *http.Request, a attempt, attempts int, waited time.Duration, reason Reason, limit time.Duration) error {
+	e := newRateLimitError(req, a.resp, a.obs, attempts, waited, reason, limit)
 	a.discard()
 	t.c.logger.LogAttrs(req.Context(), slog.LevelInfo, "headway: giving up",
 		slog.String("method", req.Method), slog.String("url", e.URL),

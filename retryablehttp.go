@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -153,22 +151,10 @@ type retryablehttpPolicy struct {
 	// ownDelays: WithBackoffDelays or WithBackoff was given, so
 	// retryablehttp's min and max are ignored.
 	ownDelays bool
-	rt        *retryTransport // for spread and rateLimited
 }
 
 func newRetryablehttpPolicy(opts []Option) *retryablehttpPolicy {
-	all := make([]Option, 0, len(opts)+1)
-	all = append(all, opts...)
-	// The config gives the random source to two wrappers with separate
-	// locks (c.rnd and the backoff), and this integration builds backoffs
-	// over it per call: one more lock makes any rand.Source safe.
-	all = append(all, func(c *config) {
-		if c.src != nil {
-			c.src = &lockedSource{src: c.src}
-		}
-	})
-	c := newConfig(all)
-	return &retryablehttpPolicy{c: c, ownDelays: setsBackoff(opts), rt: &retryTransport{c: c}}
+	return &retryablehttpPolicy{c: newConfig(opts), ownDelays: setsBackoff(opts)}
 }
 
 // setsBackoff reports whether opts include WithBackoffDelays or WithBackoff.
@@ -182,50 +168,37 @@ func setsBackoff(opts []Option) bool {
 	return probe.base != -1 || probe.cap != -1 || probe.backoff != nil
 }
 
-// lockedSource makes a rand.Source safe for concurrent use.
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (s *lockedSource) Uint64() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.src.Uint64()
-}
-
 // backoff implements retryablehttp.Backoff.
 func (p *retryablehttpPolicy) backoff(lo, hi time.Duration, attemptNum int, resp *http.Response) time.Duration {
 	c := p.c
 	b, base := c.backoff, c.base
 	if !p.ownDelays && (lo > 0 || hi > 0) {
-		b = NewBackoff(lo, hi, c.jitter, c.src)
+		b = newExpBackoff(lo, hi, c.jitter, c.rnd)
 		base = max(lo, 0)
 		if hi > 0 {
 			base = min(base, hi)
 		}
 	}
-	wait := delayAt(b, max(attemptNum, 0)+1)
-	var required time.Duration
-	if resp != nil {
-		now := c.clock.Now()
-		obs := ParseHeaders(resp.Header, resp.StatusCode, now)
-		if obs.HasRetryAfter && obs.RetryAfter > 0 {
-			required = obs.RetryAfter
-			wait = max(wait, required+p.rt.spread(required))
-		} else if resp.StatusCode == http.StatusTooManyRequests {
-			wait = max(wait, base)
-		}
-		if resp.Request != nil && required > 0 {
-			if dl, ok := resp.Request.Context().Deadline(); ok {
-				if left := dl.Sub(now); wait >= left && required < left {
-					wait = required
-				}
-			}
-		}
+	backoff := delayAt(b, max(attemptNum, 0)+1)
+	if resp == nil {
+		return min(backoff, c.maxWait)
 	}
-	wait = min(wait, max(c.maxWait, required))
-	return max(wait, 0)
+	ctx := context.Background()
+	if resp.Request != nil {
+		ctx = resp.Request.Context()
+	}
+	obs := ParseHeaders(resp.Header, resp.StatusCode, c.clock.Now())
+	var retryAfter time.Duration
+	if obs.HasRetryAfter {
+		retryAfter = obs.RetryAfter
+	}
+	wait, reason, _ := c.planWait(ctx, retryAfter, resp.StatusCode == http.StatusTooManyRequests, backoff, base)
+	if reason != 0 {
+		// CheckRetry has refused such a retry already; should a caller's
+		// own CheckRetry allow it, still never retry sooner than asked.
+		wait = max(retryAfter, min(backoff, c.maxWait))
+	}
+	return wait
 }
 
 // maxBackoffChain bounds how many earlier retries delayAt replays.
@@ -333,33 +306,22 @@ func (p *retryablehttpPolicy) retryResponse(ctx context.Context, resp *http.Resp
 		return false, nil
 	}
 
-	retry := c.retryStatus(code)
-	switch obs.ShouldRetry {
-	case VerdictRetry:
-		retry = code >= 400
-	case VerdictDoNotRetry:
-		if throttled {
-			return giveUp(ReasonServerDeclined, 0)
-		}
-		retry = false
+	repeatable := c.retryAll || resp.Request != nil && repeatable(resp.Request.Method, resp.Request.Header)
+	retry, declined := c.retryResponse(code, obs, repeatable)
+	if declined {
+		return giveUp(ReasonServerDeclined, 0)
 	}
 	if !retry {
 		return false, nil
 	}
-	// A 429 was not processed; any other failure may have been.
-	if !throttled && obs.ShouldRetry != VerdictRetry && !c.retryAll &&
-		(resp.Request == nil || !repeatable(resp.Request.Method, resp.Request.Header)) {
-		return false, nil
+	var retryAfter time.Duration
+	if obs.HasRetryAfter {
+		retryAfter = obs.RetryAfter
 	}
-	if obs.HasRetryAfter && obs.RetryAfter > 0 {
-		if obs.RetryAfter > c.maxWait {
-			return giveUp(ReasonWaitTooLong, c.maxWait)
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			if left := dl.Sub(now); obs.RetryAfter >= left {
-				return giveUp(ReasonDeadline, max(left, 0))
-			}
-		}
+	// Only the server's Retry-After can make the wait impossible here: the
+	// backoff is chosen later, by the Backoff hook, within max wait.
+	if _, reason, limit := c.planWait(ctx, retryAfter, false, 0, 0); reason != 0 && retryAfter > 0 {
+		return giveUp(reason, limit)
 	}
 	return true, nil
 }
@@ -372,7 +334,11 @@ func (p *retryablehttpPolicy) refuse(resp *http.Response, obs Observation, reaso
 	if req == nil {
 		req = &http.Request{}
 	}
-	err := p.rt.rateLimited(req, attempt{resp: resp, obs: obs, release: func() {}}, 0, 0, reason, limit)
+	err := newRateLimitError(req, resp, obs, 0, 0, reason, limit)
+	if resp.Body != nil {
+		io.CopyN(io.Discard, resp.Body, drainLimit)
+		resp.Body.Close()
+	}
 	resp.Body = &refusedBody{err: err}
 	return err
 }
