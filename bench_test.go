@@ -118,3 +118,38 @@ func BenchmarkOutage503(b *testing.B) {
 		report(b, from)
 	})
 }
+
+// staticTransport answers every request with the same 200 and no body: what
+// is left in a benchmark over it is the cost of headway's own layers.
+type staticTransport struct{ resp *http.Response }
+
+func (s staticTransport) RoundTrip(*http.Request) (*http.Response, error) { return s.resp, nil }
+
+// BenchmarkStackOverhead measures the layers alone on the hot path (a
+// request with ample quota): no network, the response has ordinary headers
+// and no rate-limit headers.
+func BenchmarkStackOverhead(b *testing.B) {
+	resp := &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{
+		"Content-Type": {"application/json"}, "Date": {"Wed, 25 Nov 2026 21:32:42 GMT"}, "Server": {"x"},
+	}}
+	base := staticTransport{resp}
+	req, _ := http.NewRequest(http.MethodGet, "https://api.test/items", nil)
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"base", base},
+		{"headway", NewTransport(base)},
+		{"headway-retry-only", NewTransport(base, WithoutPacing())},
+		{"headway-pacing-only", NewTransport(base, WithoutRetries())},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.rt.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

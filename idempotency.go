@@ -53,8 +53,8 @@ type replayer struct {
 // newReplayer prepares req's body. limit > 0 allows reading a body without
 // GetBody into memory, up to limit bytes; a longer body is sent as it is,
 // and the request is not retried.
-func newReplayer(req *http.Request, limit int64) (*replayer, error) {
-	r := &replayer{req: req, first: req.Body}
+func newReplayer(req *http.Request, limit int64) (replayer, error) {
+	r := replayer{req: req, first: req.Body}
 	switch {
 	case req.Body == nil || req.Body == http.NoBody:
 		r.replayable = true
@@ -64,7 +64,7 @@ func newReplayer(req *http.Request, limit int64) (*replayer, error) {
 		buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 		if err != nil {
 			req.Body.Close()
-			return nil, fmt.Errorf("headway: buffering request body: %w", err)
+			return replayer{}, fmt.Errorf("headway: buffering request body: %w", err)
 		}
 		if int64(len(buf)) <= limit {
 			req.Body.Close()

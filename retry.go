@@ -45,8 +45,13 @@ type attempt struct {
 	obs     Observation
 	err     error
 	wrote   bool // the request was (at least partly) written
-	release func()
+	// release frees the attempt's own context, when it has one
+	// (hasOwnContext: WithAttemptTimeout); otherwise it is noRelease.
+	release       func()
+	hasOwnContext bool
 }
+
+func noRelease() {}
 
 // CloseIdleConnections closes the idle connections of the transport below,
 // so that http.Client.CloseIdleConnections works through headway.
@@ -190,8 +195,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // heldBack returns the pacing layer's refusal to send, if err is one.
 func heldBack(err error) *RateLimitError {
-	var rle *RateLimitError
-	if err != nil && errors.As(err, &rle) && rle.StatusCode == 0 {
+	// The pacer returns its refusal unwrapped; a plain type assertion keeps
+	// this free of allocations on the hot path.
+	if rle, ok := err.(*RateLimitError); ok && rle.StatusCode == 0 {
 		return rle
 	}
 	return nil
@@ -202,7 +208,7 @@ func heldBack(err error) *RateLimitError {
 // written before a failure, which decides whether a non-idempotent request
 // may be retried.
 func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool) attempt {
-	a := attempt{release: func() {}}
+	a := attempt{release: noRelease}
 	ctx := req.Context()
 	var wrote *atomic.Bool
 	if trackWrite {
@@ -217,6 +223,7 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 		ctx, cancel = context.WithCancelCause(ctx)
 		stop = t.c.clock.AfterFunc(d, func() { cancel(ErrAttemptTimeout) })
 		a.release = func() { stop(); cancel(nil) }
+		a.hasOwnContext = true
 	}
 	r := req
 	if ctx != req.Context() || body != req.Body || !sameMap(hdr, req.Header) {
@@ -254,7 +261,7 @@ func sameMap(a, b http.Header) bool {
 // keep returns the response to the caller; if the attempt had its own
 // context, closing the body releases it.
 func (a *attempt) keep() *http.Response {
-	if a.resp != nil && a.resp.Body != nil && a.release != nil {
+	if a.resp != nil && a.resp.Body != nil && a.hasOwnContext {
 		a.resp.Body = &releasingBody{ReadCloser: a.resp.Body, release: a.release}
 	}
 	return a.resp

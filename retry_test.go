@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -572,4 +573,21 @@ func TestCloseIdleConnectionsReachesTheBase(t *testing.T) {
 		c.CloseIdleConnections()
 		require.Equal(t, 1, base.n)
 	}
+}
+
+func TestLoggerReportsDecisions(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := newHarness(t, []reply{{status: 503, hdr: []string{"Retry-After", "1"}}, {status: 429, hdr: []string{"Retry-After", "3600"}}},
+		WithLogger(logger))
+	_, err, _ := h.do(t, "GET", "")
+	require.ErrorIs(t, err, ErrRateLimitExceeded)
+	out := buf.String()
+	require.Contains(t, out, `level=DEBUG msg="headway: retrying" method=GET url=https://api.test/v1/items attempt=1 wait=1s status=503 retry_after=1s`)
+	require.Contains(t, out, `level=INFO msg="headway: giving up" method=GET url=https://api.test/v1/items status=429 attempts=2 reason="wait longer than max wait"`)
+
+	// A nil logger is silent, and costs nothing.
+	h = newHarness(t, []reply{{status: 503}, ok200()}, WithLogger(nil))
+	_, err, _ = h.do(t, "GET", "")
+	require.NoError(t, err)
 }
