@@ -41,10 +41,10 @@ func newRetryTransport(next http.RoundTripper, c *config) *retryTransport {
 
 // attempt is the outcome of one attempt.
 type attempt struct {
-	resp    *http.Response
-	obs     Observation
-	err     error
-	wrote   bool // the request was (at least partly) written
+	resp  *http.Response
+	obs   Observation
+	err   error
+	wrote bool // the request was (at least partly) written
 	// release frees the attempt's own context, when it has one
 	// (hasOwnContext: WithAttemptTimeout); otherwise it is noRelease.
 	release       func()

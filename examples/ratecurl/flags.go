@@ -219,12 +219,29 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		if len(rest) == 0 {
 			return pos, nil
 		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && !(n > 1 && takesValue(fs, args[n-2])) {
+		if endsWithTerminator(fs, args[:len(args)-len(rest)]) {
 			return append(pos, rest...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// endsWithTerminator reports whether consumed, the arguments fs.Parse just
+// consumed, ended with a "--" that ended the flags, rather than with one that
+// was a flag's value (-d --). It walks them as flag does, since whether an
+// argument is a value depends on everything before it (-d -d --: "-d" is
+// the value, the "--" ends the flags).
+func endsWithTerminator(fs *flag.FlagSet, consumed []string) bool {
+	for i := 0; i < len(consumed); i++ {
+		switch a := consumed[i]; {
+		case a == "--":
+			return i == len(consumed)-1
+		case takesValue(fs, a):
+			i++ // skip its value, whatever it looks like
+		}
+	}
+	return false
 }
 
 // takesValue reports whether arg is a flag, like "-d", that consumes the
