@@ -1,6 +1,7 @@
 package headway
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -44,45 +45,34 @@ func (p *pacer) CloseIdleConnections() { closeIdle(p.next) }
 
 // RoundTrip implements http.RoundTripper.
 func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errors.New("headway: request has no URL")
+	}
+	if _, err := p.hold(req); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
 	resp, _, err := p.observe(req)
 	return resp, err
 }
 
-// observe sends req once its key's pause is over and returns the response
-// with what its headers said.
-func (p *pacer) observe(req *http.Request) (*http.Response, Observation, error) {
-	key := p.c.key(req)
-	if v, ok := p.keys.Load(key); ok {
-		if err := p.wait(req, v.(*pause).get()); err != nil {
-			if req.Body != nil {
-				req.Body.Close()
-			}
-			return nil, Observation{}, err
-		}
+// hold waits until req's key is not paused, failing fast when the wait
+// cannot fit in max wait or before the context's deadline.
+func (p *pacer) hold(req *http.Request) (time.Duration, error) {
+	v, ok := p.keys.Load(p.c.key(req))
+	if !ok {
+		return 0, nil
 	}
-	resp, err := p.next.RoundTrip(req)
-	if err != nil {
-		return nil, Observation{}, err
-	}
-	now := p.c.clock.Now()
-	obs := ParseHeaders(resp.Header, resp.StatusCode, now)
-	if obs.HasRetryAfter && obs.RetryAfter > 0 &&
-		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		// The whole pause is kept, however long: a request that finds more
-		// of it left than it may wait fails fast in wait, rather than
-		// sleeping through a truncated pause and earning another 429.
-		v, _ := p.keys.LoadOrStore(key, &pause{})
-		v.(*pause).extend(now.Add(obs.RetryAfter))
-	}
-	return resp, obs, nil
-}
-
-// wait holds req until until, failing fast when the wait cannot fit.
-func (p *pacer) wait(req *http.Request, until time.Time) error {
+	until := v.(*pause).get()
 	now := p.c.clock.Now()
 	d := until.Sub(now)
 	if d <= 0 {
-		return nil
+		return 0, nil
 	}
 	ctx := req.Context()
 	refuse := func(reason Reason, limit time.Duration) error {
@@ -92,16 +82,46 @@ func (p *pacer) wait(req *http.Request, until time.Time) error {
 		}
 	}
 	if d > p.c.maxWait {
-		return refuse(ReasonWaitTooLong, p.c.maxWait)
+		return 0, refuse(ReasonWaitTooLong, p.c.maxWait)
 	}
 	if dl, ok := ctx.Deadline(); ok && !now.Add(d).Before(dl) {
-		return refuse(ReasonDeadline, max(dl.Sub(now), 0))
+		return 0, refuse(ReasonDeadline, max(dl.Sub(now), 0))
 	}
+	// The same small spread as after a Retry-After, so that the requests
+	// queued behind one pause do not all leave at the same instant.
+	d += p.c.spread(d)
 	if err := p.c.clock.Sleep(ctx, d); err != nil {
-		return fmt.Errorf("headway: paused %v by an earlier 429 to %s: %w", d, req.URL.Host, err)
+		return 0, fmt.Errorf("headway: paused %v by the server's Retry-After for %s: %w", d, req.URL.Host, err)
 	}
 	if st := statsFrom(ctx); st != nil {
 		st.Waited += d
 	}
-	return nil
+	return d, nil
+}
+
+// observe sends req at once and returns the response with what its headers
+// said, recording any pause the server asked for.
+func (p *pacer) observe(req *http.Request) (*http.Response, Observation, error) {
+	resp, err := p.next.RoundTrip(req)
+	if err != nil || resp == nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if err == nil {
+			err = errors.New("headway: transport returned neither a response nor an error")
+		}
+		return nil, Observation{}, err
+	}
+	now := p.c.clock.Now()
+	obs := ParseHeaders(resp.Header, resp.StatusCode, now)
+	if obs.HasRetryAfter && obs.RetryAfter > 0 && obs.RetryAfter <= p.c.maxWait &&
+		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		// A pause longer than max wait is not recorded: every caller would
+		// refuse to wait it anyway, and would rather get the server's own
+		// answer (and its details) than be held back for hours by one
+		// response, or for decades by a misread epoch.
+		v, _ := p.keys.LoadOrStore(p.c.key(req), &pause{})
+		v.(*pause).extend(now.Add(obs.RetryAfter))
+	}
+	return resp, obs, nil
 }

@@ -146,6 +146,50 @@ func (e *RateLimitError) Error() string {
 // Is reports whether target is ErrRateLimitExceeded.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimitExceeded }
 
+// RetryError is returned when a request ended in a transport error that
+// headway did retry, or could have, and then gave up on. It wraps the last
+// error, so errors.Is(err, syscall.ECONNREFUSED) and the like still work,
+// and it reports a timeout (Timeout() true) when that error was one.
+type RetryError struct {
+	// Attempts is how many attempts were made; Waited the time spent
+	// waiting between them.
+	Attempts int
+	Waited   time.Duration
+	// Reason says why headway stopped.
+	Reason Reason
+	// Err is the last attempt's error.
+	Err error
+}
+
+// Error describes the give-up and the last error.
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("headway: giving up after %d attempt(s) (%s): %v", e.Attempts, e.Reason, e.Err)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the last attempt's error was a timeout.
+func (e *RetryError) Timeout() bool { return isTimeout(e.Err) }
+
+// isTimeout reports whether err, or an error it wraps, says it is a timeout.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// attemptTimeoutError is the error of an attempt cut short by
+// WithAttemptTimeout: errors.Is(err, ErrAttemptTimeout), and a timeout.
+type attemptTimeoutError struct{ after time.Duration }
+
+func (e *attemptTimeoutError) Error() string {
+	return fmt.Sprintf("%v after %v", ErrAttemptTimeout, e.after)
+}
+
+func (e *attemptTimeoutError) Is(target error) bool { return target == ErrAttemptTimeout }
+
+func (e *attemptTimeoutError) Timeout() bool { return true }
+
 // budgetError wraps a transport error whose retry the budget refused.
 type budgetError struct{ err error }
 
@@ -154,3 +198,5 @@ func (e *budgetError) Error() string {
 }
 
 func (e *budgetError) Unwrap() []error { return []error{ErrRetryBudgetExhausted, e.err} }
+
+func (e *budgetError) Timeout() bool { return isTimeout(e.err) }

@@ -68,7 +68,7 @@ type countingTransport struct{ next http.RoundTripper }
 // RoundTrip implements http.RoundTripper.
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if st := statsFrom(req.Context()); st != nil && heldBack(err) == nil {
+	if st := statsFrom(req.Context()); st != nil && !heldBack(err) {
 		st.Attempts++
 		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
 			st.Throttled++

@@ -607,3 +607,55 @@ func (a *loAttemptTagger) wrap(next http.RoundTripper) http.RoundTripper {
 type loRTFunc func(*http.Request) (*http.Response, error)
 
 func (f loRTFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestStalledBodyCostsTheConnectionNotTheCaller: a server answers 503 with
+// Content-Length 1000, sends 10 bytes and stalls. Draining it for reuse is
+// bounded by drainTimeout (on a manual fake clock here); the retry then goes
+// out on a new connection and succeeds.
+func TestStalledBodyCostsTheConnectionNotTheCaller(t *testing.T) {
+	loNoLeaks(t)
+	var conns atomic.Int32
+	srv := loServeRaw(t, func(c net.Conn) {
+		if err := loReadRequest(c); err != nil {
+			return
+		}
+		if conns.Add(1) == 1 {
+			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1000\r\n\r\n0123456789")
+			io.Copy(io.Discard, c) // stall until the client hangs up
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	clk := fakeclock.New(loStart, false)
+	rt, _ := loTransport(t, clk, WithMaxAttempts(2))
+	req, st := loRequest(t, context.Background(), http.MethodGet, "http://"+srv.addr()+"/", nil)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, clk.WaitForPending(ctx, 1), "the drain's timer is armed")
+	clk.Advance(drainTimeout) // the drain gives up: the body is closed
+	require.NoError(t, clk.WaitForPending(ctx, 1), "the backoff sleep")
+	clk.Advance(DefaultMaxDelay)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, "ok", loCloseBody(t, r.resp))
+	require.Equal(t, 2, st.Attempts)
+	require.EqualValues(t, 2, srv.accepted.Load(), "the stalled connection was not reused")
+}
+
+// A body announced as longer than drainLimit is not read at all.
+func TestLongDiscardedBodyIsNotRead(t *testing.T) {
+	body := &closeTracker{Reader: strings.NewReader(strings.Repeat("x", 10))}
+	a := attempt{resp: &http.Response{Body: body, ContentLength: drainLimit + 1}, release: noRelease}
+	a.discard(fakeclock.New(loStart, false))
+	require.True(t, body.closed)
+	require.Equal(t, 10, body.Reader.(*strings.Reader).Len(), "nothing was read")
+}

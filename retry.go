@@ -23,6 +23,11 @@ const drainLimit = 64 << 10
 // Observation it parsed along with the response, so each response's headers
 // are parsed once for both layers.
 type observer interface {
+	// hold waits until req may be sent, returning how long it waited, or
+	// refuses it (a *RateLimitError with StatusCode 0, or the context's
+	// error, wrapped).
+	hold(req *http.Request) (time.Duration, error)
+	// observe sends req at once.
 	observe(req *http.Request) (*http.Response, Observation, error)
 }
 
@@ -105,16 +110,26 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var prevBackoff, waited time.Duration
 	for n := 1; ; n++ {
+		if t.obs != nil {
+			// The pacing layer's pause comes before the attempt (and its
+			// timeout): a request held back has not been sent.
+			d, err := t.obs.hold(req)
+			waited += d
+			if err != nil {
+				if n == 1 && body.first != nil {
+					body.first.Close()
+				}
+				if rle, ok := err.(*RateLimitError); ok {
+					rle.Attempts, rle.Waited = n-1, waited
+				}
+				return nil, err
+			}
+		}
 		b, err := body.body(n)
 		if err != nil {
 			return nil, err
 		}
 		a := t.send(req, hdr, b, !safeAfterWrite)
-		if held := heldBack(a.err); held != nil {
-			// The pacing layer refused to send: account for what came before.
-			held.Attempts, held.Waited = n-1, waited
-			return nil, a.err
-		}
 		if st != nil {
 			st.Attempts++
 			if n > 1 {
@@ -150,7 +165,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			switch {
 			case err != nil:
 				a.release()
-				return nil, fmt.Errorf("headway: giving up after %d attempt(s) (%s): %w", n, reason, err)
+				return nil, &RetryError{Attempts: n, Waited: waited, Reason: reason, Err: err}
 			case throttled:
 				return nil, t.rateLimited(req, a, n, waited, reason, limit)
 			default:
@@ -165,11 +180,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		backoff := max(c.backoff.Delay(n, prevBackoff), 0)
 		prevBackoff = backoff
-		var retryAfter time.Duration
-		if err == nil && a.obs.HasRetryAfter {
-			retryAfter = a.obs.RetryAfter
-		}
-		wait, reason, limit := c.planWait(ctx, retryAfter, throttled, backoff, c.base)
+		wait, reason, limit := c.planWait(ctx, a.obs, throttled, backoff, c.base)
 		if reason != 0 {
 			return giveUp(reason, limit)
 		}
@@ -181,7 +192,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return a.keep(), nil
 		}
 
-		a.discard()
+		a.discard(c.clock)
 		t.retrying(req, n, a, err, wait)
 		if werr := c.clock.Sleep(ctx, wait); werr != nil {
 			return nil, fmt.Errorf("headway: waiting %v to retry %s %s: %w", wait, req.Method, redact(req.URL), werr)
@@ -193,14 +204,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// heldBack returns the pacing layer's refusal to send, if err is one.
-func heldBack(err error) *RateLimitError {
+// heldBack reports whether err is the pacing layer's refusal to send.
+func heldBack(err error) bool {
 	// The pacer returns its refusal unwrapped; a plain type assertion keeps
 	// this free of allocations on the hot path.
-	if rle, ok := err.(*RateLimitError); ok && rle.StatusCode == 0 {
-		return rle
-	}
-	return nil
+	rle, ok := err.(*RateLimitError)
+	return ok && rle.StatusCode == 0
 }
 
 // send makes one attempt with the given header and body, without touching
@@ -239,14 +248,21 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 			a.obs = ParseHeaders(a.resp.Header, a.resp.StatusCode, t.c.clock.Now())
 		}
 	}
+	if a.resp == nil && a.err == nil {
+		a.err = errors.New("headway: transport returned neither a response nor an error")
+	}
 	if stop != nil {
 		stop()
 		if a.err != nil && context.Cause(ctx) == ErrAttemptTimeout && req.Context().Err() == nil {
-			a.err = fmt.Errorf("%w after %v", ErrAttemptTimeout, t.c.attemptTimeout)
+			a.err = &attemptTimeoutError{after: t.c.attemptTimeout}
 		}
 	}
 	if a.err != nil {
-		a.resp = nil // the RoundTripper contract: a response or an error
+		// The RoundTripper contract: a response or an error, never both.
+		if a.resp != nil && a.resp.Body != nil {
+			a.resp.Body.Close()
+		}
+		a.resp = nil
 		a.release()
 	}
 	a.wrote = wrote != nil && wrote.Load()
@@ -261,20 +277,40 @@ func sameMap(a, b http.Header) bool {
 // keep returns the response to the caller; if the attempt had its own
 // context, closing the body releases it.
 func (a *attempt) keep() *http.Response {
-	if a.resp != nil && a.resp.Body != nil && a.hasOwnContext {
-		a.resp.Body = &releasingBody{ReadCloser: a.resp.Body, release: a.release}
+	if a.hasOwnContext {
+		if a.resp.Body == nil || a.resp.Body == http.NoBody {
+			a.release()
+		} else {
+			a.resp.Body = &releasingBody{ReadCloser: a.resp.Body, release: a.release}
+		}
 	}
 	return a.resp
 }
 
+// drainTimeout bounds the time spent reading a response headway discards
+// (or keeps an excerpt of): a server that stalls mid-body costs the
+// connection, not the caller's time.
+const drainTimeout = time.Second
+
 // discard drains and closes a response that will not be returned, so its
-// connection goes back to the pool.
-func (a *attempt) discard() {
+// connection goes back to the pool. A body announced as longer than
+// drainLimit is closed at once.
+func (a *attempt) discard(clk Clock) {
 	if a.resp != nil && a.resp.Body != nil {
-		io.CopyN(io.Discard, a.resp.Body, drainLimit)
+		if a.resp.ContentLength <= drainLimit {
+			boundedRead(clk, a.resp.Body, func() { io.CopyN(io.Discard, a.resp.Body, drainLimit) })
+		}
 		a.resp.Body.Close()
 	}
 	a.release()
+}
+
+// boundedRead runs read, closing body if it takes longer than drainTimeout
+// so that the read ends.
+func boundedRead(clk Clock, body io.Closer, read func()) {
+	stop := clk.AfterFunc(drainTimeout, func() { body.Close() })
+	read()
+	stop()
 }
 
 type releasingBody struct {
@@ -311,21 +347,23 @@ func (c *config) retryResponse(code int, obs Observation, repeatable bool) (retr
 
 // planWait decides how long to wait before the next attempt, or why to give
 // up at once without waiting (reason != 0, with the bound that was hit).
-// retryAfter is the server's Retry-After (0 when absent or past), backoff the
-// strategy's delay, floor the least a 429 without Retry-After waits.
-func (c *config) planWait(ctx context.Context, retryAfter time.Duration, throttled bool, backoff, floor time.Duration) (wait time.Duration, reason Reason, limit time.Duration) {
+// obs is what the failed attempt's response said (zero for a transport
+// error), backoff the strategy's delay, floor the least a 429 without a
+// positive Retry-After waits.
+func (c *config) planWait(ctx context.Context, obs Observation, throttled bool, backoff, floor time.Duration) (wait time.Duration, reason Reason, limit time.Duration) {
 	wait, required := backoff, time.Duration(0)
-	if retryAfter > 0 {
-		required = retryAfter
+	if obs.HasRetryAfter && obs.RetryAfter > 0 {
+		required = obs.RetryAfter
 		if required > c.maxWait {
 			return 0, ReasonWaitTooLong, c.maxWait
 		}
 		// The server knows when it will have capacity again: its
 		// Retry-After replaces our guess rather than adding to it.
 		wait = required + c.spread(required)
-	} else if throttled {
-		// A 429 with no usable Retry-After (absent, zero or past) is no
-		// licence to storm: wait at least the floor.
+	} else if throttled || obs.HasRetryAfter {
+		// A 429 with no usable Retry-After, or any response whose
+		// Retry-After is zero or past, is no licence to storm: wait at
+		// least the floor.
 		wait = max(wait, floor)
 	}
 	wait = min(wait, max(c.maxWait, required))
@@ -365,17 +403,23 @@ func newRateLimitError(req *http.Request, resp *http.Response, obs Observation, 
 		Reason:        reason,
 		Limit:         limit,
 	}
-	if resp.Body != nil {
-		e.Body, _ = io.ReadAll(io.LimitReader(resp.Body, MaxBodyExcerpt))
-	}
 	return e
+}
+
+// readExcerpt reads the start of a 429's body into e, within drainTimeout.
+func (e *RateLimitError) readExcerpt(clk Clock, body io.ReadCloser) {
+	if body == nil {
+		return
+	}
+	boundedRead(clk, body, func() { e.Body, _ = io.ReadAll(io.LimitReader(body, MaxBodyExcerpt)) })
 }
 
 // rateLimited builds the error for a 429 headway will not retry, consuming
 // the response.
 func (t *retryTransport) rateLimited(req *http.Request, a attempt, attempts int, waited time.Duration, reason Reason, limit time.Duration) error {
 	e := newRateLimitError(req, a.resp, a.obs, attempts, waited, reason, limit)
-	a.discard()
+	e.readExcerpt(t.c.clock, a.resp.Body)
+	a.discard(t.c.clock)
 	t.c.logger.LogAttrs(req.Context(), slog.LevelInfo, "headway: giving up",
 		slog.String("method", req.Method), slog.String("url", e.URL),
 		slog.Int("status", e.StatusCode), slog.Int("attempts", attempts),

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"syscall"
@@ -506,18 +508,36 @@ func TestPacingSharesAPauseAcrossRequests(t *testing.T) {
 	require.Equal(t, []time.Duration{10 * time.Second}, h.clk.Sleeps())
 	require.Equal(t, 10*time.Second, st.Waited)
 
-	// A pause longer than max wait makes the next request fail fast too.
+	// A pause longer than max wait is not recorded: the request that got
+	// it fails fast, and the next one asks the server again rather than
+	// being held back for ten minutes by a stale answer.
 	h = newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "600"}}, ok200()})
 	_, err, _ = h.do(t, "GET", "")
 	require.ErrorIs(t, err, ErrRateLimitExceeded)
+	resp, err, _ = h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, 2, h.script.calls())
+	require.Empty(t, h.clk.Sleeps())
+
+	// A pause that cannot fit before a request's deadline refuses it at once.
+	clk := fakeclock.New(time.Now(), true)
+	h = newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "30"}}, ok200()}, WithMaxAttempts(1), WithClock(clk))
+	h.clk = clk
 	_, err, _ = h.do(t, "GET", "")
+	require.ErrorIs(t, err, ErrRateLimitExceeded)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err, st = h.doCtx(t, ctx, "GET", "")
 	var rle *RateLimitError
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, 0, rle.StatusCode)
+	require.Equal(t, ReasonDeadline, rle.Reason)
 	require.Contains(t, rle.Error(), "held back: the server asked earlier for a pause that cannot fit")
 	require.Equal(t, 0, rle.Attempts)
+	require.Equal(t, 0, st.Attempts)
 	require.Equal(t, 1, h.script.calls(), "the second request was never sent")
-	require.Empty(t, h.clk.Sleeps())
+	require.Empty(t, clk.Sleeps())
 
 	// Without pacing the second request goes out at once.
 	h = newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "10"}}, ok200()}, WithMaxAttempts(1), WithoutPacing())
@@ -537,14 +557,17 @@ func TestWithoutRetries(t *testing.T) {
 	require.Equal(t, 1, h.script.calls())
 }
 
-func TestHugePauseMakesEveryLaterRequestFailFast(t *testing.T) {
+func TestHugeRetryAfterMakesEveryRequestFailFast(t *testing.T) {
 	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "99999999999"}}}, WithMaxWait(time.Second))
 	for i := 0; i < 3; i++ {
 		_, err, _ := h.do(t, "GET", "")
-		require.ErrorIs(t, err, ErrRateLimitExceeded)
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle)
+		require.Equal(t, ReasonWaitTooLong, rle.Reason)
+		require.Equal(t, 429, rle.StatusCode, "each request has the server's own answer")
 	}
-	require.Empty(t, h.clk.Sleeps(), "no request slept through a truncated pause")
-	require.Equal(t, 1, h.script.calls())
+	require.Empty(t, h.clk.Sleeps(), "no request slept")
+	require.Equal(t, 3, h.script.calls())
 }
 
 func TestStatsWithoutRetries(t *testing.T) {
@@ -590,4 +613,102 @@ func TestLoggerReportsDecisions(t *testing.T) {
 	h = newHarness(t, []reply{{status: 503}, ok200()}, WithLogger(nil))
 	_, err, _ = h.do(t, "GET", "")
 	require.NoError(t, err)
+}
+
+func TestPastOrZeroRetryAfterOn503IsNoLicenceToStorm(t *testing.T) {
+	for _, v := range []string{"0", "Sun, 06 Nov 1994 08:49:37 GMT"} {
+		h := newHarness(t, []reply{{status: 503, hdr: []string{"Retry-After", v}}, {status: 503, hdr: []string{"Retry-After", v}}, ok200()})
+		_, err, _ := h.do(t, "GET", "")
+		require.NoError(t, err)
+		// The fixed random fraction 0 would make full jitter wait nothing.
+		require.Equal(t, []time.Duration{DefaultBaseDelay, DefaultBaseDelay}, h.clk.Sleeps(), v)
+	}
+}
+
+func TestPacingPauseIsNotPartOfTheAttemptTimeout(t *testing.T) {
+	// The second request waits out a 10s pause, then gets its own 300ms
+	// attempt timeout: the pause must not count against it (on the fake
+	// clock, the pause's sleep moves time 10s at once).
+	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "10"}}, ok200()},
+		WithAttemptTimeout(300*time.Millisecond), WithMaxAttempts(1))
+	_, err, _ := h.do(t, "POST", "x")
+	require.ErrorIs(t, err, ErrRateLimitExceeded)
+	resp, err, st := h.do(t, "POST", "x")
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, 1, st.Attempts, "held, then sent once")
+	require.Equal(t, 2, h.script.calls())
+	require.Equal(t, "x", h.script.seen[1].body)
+}
+
+func TestPacingSpreadsQueuedRequests(t *testing.T) {
+	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "10"}}, ok200()},
+		WithMaxAttempts(1), WithRandSource(&fracSource{fracs: []float64{0.5}}))
+	_, err, _ := h.do(t, "GET", "")
+	require.Error(t, err)
+	_, err, st := h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{10*time.Second + 500*time.Millisecond}, h.clk.Sleeps())
+	require.Equal(t, 10*time.Second+500*time.Millisecond, st.Waited)
+}
+
+// oddTransport returns what it is told to, however wrong.
+type oddTransport struct {
+	resp *http.Response
+	err  error
+}
+
+func (o oddTransport) RoundTrip(*http.Request) (*http.Response, error) { return o.resp, o.err }
+
+// closeTracker is a body that records being closed.
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeTracker) Close() error { c.closed = true; return nil }
+
+func TestMisbehavingBaseTransport(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithoutPacing()}, {WithoutRetries()}} {
+		req, _ := http.NewRequest("GET", apiURL, nil)
+		rt := NewTransport(oddTransport{}, append(opts, WithMaxAttempts(1))...)
+		resp, err := rt.RoundTrip(req)
+		require.Nil(t, resp)
+		require.ErrorContains(t, err, "neither a response nor an error")
+
+		body := &closeTracker{Reader: strings.NewReader("x")}
+		rt = NewTransport(oddTransport{resp: &http.Response{StatusCode: 200, Body: body}, err: syscall.ECONNRESET},
+			append(opts, WithMaxAttempts(1))...)
+		resp, err = rt.RoundTrip(req)
+		require.Nil(t, resp, "a response or an error, never both")
+		require.ErrorIs(t, err, syscall.ECONNRESET)
+		require.True(t, body.closed, "the stray response's body was closed")
+	}
+	// No URL: an error, for every layer alone too.
+	for _, opts := range [][]Option{nil, {WithoutPacing()}, {WithoutRetries()}} {
+		body := &closeTracker{Reader: strings.NewReader("x")}
+		_, err := NewTransport(oddTransport{}, opts...).RoundTrip(&http.Request{Method: "POST", Body: body, Header: http.Header{}})
+		require.ErrorContains(t, err, "request has no URL")
+		require.True(t, body.closed)
+	}
+}
+
+func TestGiveUpErrorsKeepTimeouts(t *testing.T) {
+	timeout := &net.DNSError{Err: "i/o timeout", Name: "api.test", IsTimeout: true}
+	h := newHarness(t, []reply{{err: timeout}}, WithMaxAttempts(2))
+	_, err, _ := h.do(t, "GET", "")
+	var re *RetryError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, 2, re.Attempts)
+	require.Equal(t, ReasonAttemptsExhausted, re.Reason)
+	require.ErrorIs(t, err, timeout)
+	var ue *url.Error
+	require.ErrorAs(t, err, &ue)
+	require.True(t, ue.Timeout(), "http.Client's url.Error still reports a timeout")
+
+	h = newHarness(t, []reply{{err: timeout}}, WithRetryBudget(NewRetryBudget(0, 0)))
+	_, err, _ = h.do(t, "GET", "")
+	require.ErrorIs(t, err, ErrRetryBudgetExhausted)
+	require.ErrorAs(t, err, &ue)
+	require.True(t, ue.Timeout())
 }

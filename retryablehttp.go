@@ -192,7 +192,7 @@ func (p *retryablehttpPolicy) backoff(lo, hi time.Duration, attemptNum int, resp
 	if obs.HasRetryAfter {
 		retryAfter = obs.RetryAfter
 	}
-	wait, reason, _ := c.planWait(ctx, retryAfter, resp.StatusCode == http.StatusTooManyRequests, backoff, base)
+	wait, reason, _ := c.planWait(ctx, obs, resp.StatusCode == http.StatusTooManyRequests, backoff, base)
 	if reason != 0 {
 		// CheckRetry has refused such a retry already; should a caller's
 		// own CheckRetry allow it, still never retry sooner than asked.
@@ -320,7 +320,7 @@ func (p *retryablehttpPolicy) retryResponse(ctx context.Context, resp *http.Resp
 	}
 	// Only the server's Retry-After can make the wait impossible here: the
 	// backoff is chosen later, by the Backoff hook, within max wait.
-	if _, reason, limit := c.planWait(ctx, retryAfter, false, 0, 0); reason != 0 && retryAfter > 0 {
+	if _, reason, limit := c.planWait(ctx, obs, false, 0, 0); reason != 0 && retryAfter > 0 {
 		return giveUp(reason, limit)
 	}
 	return true, nil
@@ -335,6 +335,7 @@ func (p *retryablehttpPolicy) refuse(resp *http.Response, obs Observation, reaso
 		req = &http.Request{}
 	}
 	err := newRateLimitError(req, resp, obs, 0, 0, reason, limit)
+	err.readExcerpt(p.c.clock, resp.Body)
 	if resp.Body != nil {
 		io.CopyN(io.Discard, resp.Body, drainLimit)
 		resp.Body.Close()

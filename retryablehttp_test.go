@@ -191,12 +191,16 @@ func TestRetryablehttpBackoff429WithoutUsableRetryAfterWaitsBase(t *testing.T) {
 		require.Equal(t, base, b(0, 0, 0, rhResp(http.StatusTooManyRequests, http.MethodGet, kv...)), "%v", kv)
 	}
 
-	// A 503 has no such floor: plain jitter.
+	// A 503 whose Retry-After is zero or past gets the floor too (no
+	// licence to storm); a 503 with no Retry-After gets plain jitter.
 	b := headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)),
+		headway.WithBackoffDelays(base, 10*time.Second))
+	require.Equal(t, base, b(0, 0, 0, rhResp(http.StatusServiceUnavailable, http.MethodGet, "Retry-After", "0")))
+	b = headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)),
 		headway.WithBackoffDelays(base, 10*time.Second))
 	replica := rand.NewPCG(9, 10)
 	require.Equal(t, time.Duration(rhUniform(replica)*float64(base)),
-		b(0, 0, 0, rhResp(http.StatusServiceUnavailable, http.MethodGet, "Retry-After", "0")))
+		b(0, 0, 0, rhResp(http.StatusServiceUnavailable, http.MethodGet)))
 
 	// With retryablehttp's min as the base, the floor is min.
 	b = headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)))

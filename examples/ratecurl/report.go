@@ -58,8 +58,14 @@ func (s *summary) add(res result) {
 	s.retries += res.retries
 	s.throttled += res.throttled
 	s.waited += res.waited
-	if res.status != 0 {
+	var rle *headway.RateLimitError
+	switch {
+	case res.status != 0:
 		s.status[strconv.Itoa(res.status)]++
+	case errors.As(res.err, &rle) && rle.StatusCode != 0:
+		// headway gave up on a 429: that was the final response, though
+		// the request ends in the typed error (counted in errors too).
+		s.status[strconv.Itoa(rle.StatusCode)]++
 	}
 	if res.err != nil {
 		s.errors++
@@ -68,7 +74,6 @@ func (s *summary) add(res result) {
 			msg = otherMessages
 		}
 		s.messages[msg]++
-		var rle *headway.RateLimitError
 		if errors.As(res.err, &rle) {
 			s.gaveUp[rle.Reason.String()]++
 		}
@@ -109,13 +114,15 @@ func messageKey(err error) string {
 
 // jsonReport is the -json output. Maps are always objects, never null.
 type jsonReport struct {
-	Requests      int            `json:"requests"`
-	Succeeded     int            `json:"succeeded"`
-	Failed        int            `json:"failed"`
-	Errors        int            `json:"errors"`
-	Attempts      int            `json:"attempts"`
-	Retries       int            `json:"retries"`
-	Throttled     int            `json:"throttled"`
+	Requests  int `json:"requests"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Errors    int `json:"errors"`
+	Attempts  int `json:"attempts"`
+	Retries   int `json:"retries"`
+	Throttled int `json:"throttled"`
+	// Status counts final responses by code, a 429 that headway gave up
+	// on included (that request also counts in Errors).
 	Status        map[string]int `json:"status"`
 	GaveUp        map[string]int `json:"gave_up"`
 	ErrorMessages map[string]int `json:"error_messages"`
