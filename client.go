@@ -13,15 +13,15 @@ const (
 	DefaultMaxWait     = time.Minute
 )
 
-// DefaultRetryStatuses are the statuses retried unless WithRetryStatuses says
-// otherwise: 408, 429, 500, 502, 503 and 504. 501 and 505 are never worth
-// retrying, and neither are other 4xx.
+// defaultRetryStatuses backs DefaultRetryStatuses.
 var defaultRetryStatuses = []int{
 	http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
 	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
 }
 
-// DefaultRetryStatuses returns the statuses retried by default.
+// DefaultRetryStatuses returns the statuses retried unless WithRetryStatuses
+// says otherwise: 408, 429, 500, 502, 503 and 504. 501 and 505 are never
+// worth retrying, and neither are other 4xx.
 func DefaultRetryStatuses() []int { return append([]int(nil), defaultRetryStatuses...) }
 
 // An Option configures NewTransport, New or Wrap.
