@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"reflect"
 	"sync/atomic"
 	"time"
 )
@@ -85,8 +84,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.budget.Deposit(key)
 	}
 
-	hdr := req.Header
-	idempotent := isIdempotentMethod(req.Method) || hasIdempotencyKey(hdr)
+	var hdr http.Header // a header of our own, when one had to be added
+	idempotent := isIdempotentMethod(req.Method) || hasIdempotencyKey(req.Header)
 	if !idempotent && c.idempotencyKeys && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
 		k, err := newIdempotencyKey()
 		if err != nil {
@@ -95,7 +94,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
-		hdr = hdr.Clone()
+		hdr = req.Header.Clone()
 		if hdr == nil {
 			hdr = make(http.Header, 1)
 		}
@@ -212,8 +211,9 @@ func heldBack(err error) bool {
 	return ok && rle.StatusCode == 0
 }
 
-// send makes one attempt with the given header and body, without touching
-// the caller's request. trackWrite asks to learn whether the request was
+// send makes one attempt with the given body and, when hdr is not nil, that
+// header instead of the caller's, without touching the caller's request.
+// trackWrite asks to learn whether the request was
 // written before a failure, which decides whether a non-idempotent request
 // may be retried.
 func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool) attempt {
@@ -235,9 +235,11 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 		a.hasOwnContext = true
 	}
 	r := req
-	if ctx != req.Context() || body != req.Body || !sameMap(hdr, req.Header) {
+	if ctx != req.Context() || body != req.Body || hdr != nil {
 		r = req.WithContext(ctx)
-		r.Header = hdr
+		if hdr != nil {
+			r.Header = hdr
+		}
 		r.Body = body
 	}
 	if t.obs != nil {
@@ -267,11 +269,6 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 	}
 	a.wrote = wrote != nil && wrote.Load()
 	return a
-}
-
-// sameMap reports whether a and b are the same map (not merely equal).
-func sameMap(a, b http.Header) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // keep returns the response to the caller; if the attempt had its own
