@@ -184,15 +184,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	}))
 	req, st := loRequest(t, context.Background(), http.MethodGet, srv.URL+"/slow", nil)
 
-	type result struct {
-		resp *http.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := rt.RoundTrip(req)
-		done <- result{resp, err}
-	}()
+	done := loRoundTripAsync(rt, req)
 	guard, cancel := context.WithTimeout(context.Background(), loGuard)
 	defer cancel()
 	select {
@@ -204,7 +196,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	clk.Advance(2 * time.Second) // fires the per-attempt timeout
 	require.NoError(t, clk.WaitForPending(guard, 1), "the backoff sleep")
 	clk.Advance(DefaultMaxDelay) // ends any backoff
-	var res result
+	var res loResult
 	select {
 	case res = <-done:
 	case <-guard.Done():

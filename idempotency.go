@@ -23,6 +23,12 @@ func isIdempotentMethod(method string) bool {
 	return false
 }
 
+// repeatable reports whether a request may be sent again after the server
+// may have processed it: its method is idempotent or it carries a key.
+func repeatable(method string, h http.Header) bool {
+	return isIdempotentMethod(method) || hasIdempotencyKey(h)
+}
+
 // hasIdempotencyKey reports whether the request carries an Idempotency-Key.
 func hasIdempotencyKey(h http.Header) bool {
 	vs := h[IdempotencyKeyHeader]

@@ -208,6 +208,23 @@ func (c *loCountingRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(req)
 }
 
+// loResult is the outcome of a round trip run in the background.
+type loResult struct {
+	resp *http.Response
+	err  error
+}
+
+// loRoundTripAsync runs rt.RoundTrip(req) in a goroutine, for tests that
+// move a manual fake clock while the request waits.
+func loRoundTripAsync(rt http.RoundTripper, req *http.Request) <-chan loResult {
+	done := make(chan loResult, 1)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		done <- loResult{resp, err}
+	}()
+	return done
+}
+
 // loCloseBody reads and closes resp's body, returning it.
 func loCloseBody(t testing.TB, resp *http.Response) string {
 	t.Helper()
@@ -629,15 +646,7 @@ func TestStalledBodyCostsTheConnectionNotTheCaller(t *testing.T) {
 	clk := fakeclock.New(loStart, false)
 	rt, _ := loTransport(t, clk, WithMaxAttempts(2))
 	req, st := loRequest(t, context.Background(), http.MethodGet, "http://"+srv.addr()+"/", nil)
-	type result struct {
-		resp *http.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := rt.RoundTrip(req)
-		done <- result{resp, err}
-	}()
+	done := loRoundTripAsync(rt, req)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, clk.WaitForPending(ctx, 1), "the drain's timer is armed")

@@ -85,7 +85,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	var hdr http.Header // a header of our own, when one had to be added
-	idempotent := isIdempotentMethod(req.Method) || hasIdempotencyKey(req.Header)
+	idempotent := repeatable(req.Method, req.Header)
 	if !idempotent && c.idempotencyKeys && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
 		k, err := newIdempotencyKey()
 		if err != nil {
@@ -162,8 +162,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// It is; may we make one more, and how long must we wait?
 		giveUp := func(reason Reason, limit time.Duration) (*http.Response, error) {
 			switch {
-			case err != nil:
-				a.release()
+			case err != nil: // send has released the failed attempt
 				return nil, &RetryError{Attempts: n, Waited: waited, Reason: reason, Err: err}
 			case throttled:
 				return nil, t.rateLimited(req, a, n, waited, reason, limit)
@@ -185,7 +184,6 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if !throttled && c.budget != nil && !c.budget.Withdraw(key) {
 			if err != nil {
-				a.release()
 				return nil, &budgetError{err: err}
 			}
 			return a.keep(), nil

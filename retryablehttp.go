@@ -271,12 +271,6 @@ func (p *retryablehttpPolicy) retryError(resp *http.Response, err error) bool {
 	return sentNothing(err)
 }
 
-// repeatable reports whether a request may be sent again after the server
-// may have processed it.
-func repeatable(method string, h http.Header) bool {
-	return isIdempotentMethod(method) || hasIdempotencyKey(h)
-}
-
 // sentNothing reports whether err shows that the request never left: the
 // connection was refused or could not be dialled, or the host did not
 // resolve.
