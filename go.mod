@@ -10,4 +10,7 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/dunglas/httpsfv v1.1.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

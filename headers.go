@@ -41,6 +41,11 @@ func (v Verdict) String() string {
 // Observation is what one response's headers say about rate limiting. It is
 // produced by ParseHeaders, once per response, and shared by the retry and
 // pacing layers.
+//
+// Every dialect a server may speak (see Dialect) is read into the same
+// model: the policies the server announced, its Retry-After and its verdict
+// on retrying. Durations are relative ("30s from when the server sent the
+// response"), never absolute, so they can be used without reading a clock.
 type Observation struct {
 	// Status is the response's status code.
 	Status int
@@ -58,6 +63,11 @@ type Observation struct {
 	RetryAfterHeader string
 	// ShouldRetry is the server's explicit verdict, if it gave one.
 	ShouldRetry Verdict
+	// Policies are the quotas the server announced, in the order described
+	// on ParseHeaders. Nil when it announced none.
+	Policies []Policy
+	// Dialects are the header formats that were recognised.
+	Dialects DialectSet
 }
 
 // ParseHeaders reads what a response's headers say about rate limiting.
@@ -66,41 +76,70 @@ type Observation struct {
 //
 // ParseHeaders is pure: it does no I/O, reads no clock and keeps no state.
 // Malformed, negative or absurd values never produce a negative or
-// unbounded duration: they are ignored, or clamped to MaxServerWait.
+// unbounded duration or a negative count: they are ignored, or clamped to
+// MaxServerWait. Header names are matched without regard to case, so a
+// header map built by hand with lower-case names (as HTTP/2 sends them) is
+// read like a canonical one.
+//
+// Policies come in a fixed order: the IETF RateLimit fields first (in the
+// order the server listed them), then Jira's Beta-RateLimit fields, then
+// X-RateLimit-*, X-Rate-Limit-*, OpenAI-style
+// x-ratelimit-{limit,remaining,reset}-<unit>, Anthropic, Azure, Zendesk and
+// Shopify. A policy in a legacy X-RateLimit-* form that repeats one already
+// read from the IETF fields (the same limit and remaining) is merged into
+// it rather than listed twice. The rules for each dialect are documented on
+// the Dialect constants.
 func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	obs := Observation{Status: status}
 	if len(h) == 0 {
 		return obs
 	}
-	obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = retryAfterFrom(h, received)
-	obs.ShouldRetry = verdictFrom(h)
+	var f fieldSet
+	f.read(h)
+	if !f.any {
+		return obs
+	}
+	clock := resetClock{received: received}
+	clock.date, _ = f.first(fDate)
+	obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = f.retryAfter(&clock)
+	obs.ShouldRetry = f.verdict()
+	if f.limits {
+		var b policyBuilder
+		b.build(&f, &clock)
+		obs.Policies, obs.Dialects = b.out, b.dialects
+	}
+	if f.has(fStripeShouldRetry) || f.has(fStripeRateLimitedReason) {
+		obs.Dialects = obs.Dialects.With(DialectStripe)
+	}
 	return obs
 }
 
-// retryAfterMsHeaders lists the millisecond headers that carry a retry delay, most precise
+// retryAfterFields lists the fields that carry a retry delay, most precise
 // first: the millisecond variants (Azure, OpenAI) win over Retry-After.
-var retryAfterMsHeaders = [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"}
+var retryAfterFields = [...]struct {
+	f    field
+	name string
+}{
+	{fRetryAfterMs, "Retry-After-Ms"},
+	{fMsRetryAfterMs, "X-Ms-Retry-After-Ms"},
+}
 
-func retryAfterFrom(h http.Header, received time.Time) (time.Duration, string, bool) {
-	for _, name := range retryAfterMsHeaders {
-		if v, ok := firstValue(h, name); ok {
+func (f *fieldSet) retryAfter(c *resetClock) (time.Duration, string, bool) {
+	for _, ra := range retryAfterFields {
+		if v, ok := f.first(ra.f); ok {
 			if d, ok := parseDecimalDuration(v, time.Millisecond); ok {
-				return d, name, true
+				return d, ra.name, true
 			}
 		}
 	}
-	v, ok := firstValue(h, "Retry-After")
+	v, ok := f.first(fRetryAfter)
 	if !ok {
 		return 0, "", false
 	}
-	now := received
+	var now time.Time
 	// Only a date needs the server's clock; delay-seconds skip parsing Date.
 	if t := strings.TrimLeft(v, " \t"); t == "" || t[0] < '0' || t[0] > '9' {
-		if dv, ok := firstValue(h, "Date"); ok {
-			if t, ok := parseHTTPDate(dv); ok {
-				now = t
-			}
-		}
+		now = c.now()
 	}
 	d, ok := ParseRetryAfter(v, now)
 	if !ok {
@@ -230,9 +269,9 @@ func parseDecimalDuration(v string, unit time.Duration) (time.Duration, bool) {
 	return min(d, MaxServerWait), true
 }
 
-func verdictFrom(h http.Header) Verdict {
-	for _, name := range [...]string{"Stripe-Should-Retry", "X-Should-Retry"} {
-		v, ok := firstValue(h, name)
+func (f *fieldSet) verdict() Verdict {
+	for _, name := range [...]field{fStripeShouldRetry, fXShouldRetry} {
+		v, ok := f.first(name)
 		if !ok {
 			continue
 		}
@@ -244,14 +283,4 @@ func verdictFrom(h http.Header) Verdict {
 		}
 	}
 	return VerdictNone
-}
-
-// firstValue returns the first field line of the named header; name must be
-// in canonical form, as net/http stores the headers it reads.
-func firstValue(h http.Header, name string) (string, bool) {
-	vs := h[name]
-	if len(vs) == 0 {
-		return "", false
-	}
-	return vs[0], true
 }

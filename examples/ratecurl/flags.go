@@ -23,6 +23,8 @@ server's Retry-After is honoured up to -max-wait.
 
 With -n 1 the response body goes to stdout; with -n > 1 bodies are discarded
 and a summary goes to stderr; -json prints one JSON summary on stdout.
+ratecurl -explain < head.txt sends nothing: it reads a response head and
+prints what its rate-limit headers say.
 Exit status: 0 if every request ended with a response neither 429 nor 5xx,
 1 otherwise, 2 on bad usage. Flags may also follow the URL.
 
@@ -49,6 +51,7 @@ type options struct {
 	timeout     time.Duration
 	verbose     bool
 	json        bool
+	explain     bool
 }
 
 // headwayOptions maps the flags onto headway's options.
@@ -113,6 +116,8 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "overall timeout of each request, retries and body included (0: none)")
 	fs.BoolVar(&o.verbose, "v", false, "print a line on stderr for every retry and every finished request")
 	fs.BoolVar(&o.json, "json", false, "print one JSON summary on stdout and nothing else")
+	fs.BoolVar(&o.explain, "explain", false,
+		"send nothing: read a raw response head (status line and headers) on stdin and print, as JSON, what its rate-limit headers say")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
@@ -126,6 +131,12 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 		return nil, &usageError{msg: err.Error()}
 	}
 
+	if o.explain {
+		if len(pos) > 0 {
+			return nil, usagef("-explain reads a response head on stdin and takes no URL, got %q", pos)
+		}
+		return o, nil
+	}
 	switch len(pos) {
 	case 0:
 		return nil, usagef("missing URL")

@@ -11,6 +11,17 @@
 //	ratecurl -json -n 300 -c 8 https://api.example.com/items
 //	{"requests":300,"succeeded":298,"failed":2,"errors":0,"attempts":311,...}
 //
+// With -explain it sends nothing: it reads one raw response head (a status
+// line and header lines, as curl -i or -v shows them) on stdin and prints
+// one JSON object saying what headway reads in its rate-limit headers:
+//
+//	ratecurl -explain < head.txt
+//	{"status":429,"dialects":["ietf-draft-08"],"retry_after_seconds":2,
+//	 "policies":[{"name":"burst","limit":100,"remaining":0,"window_seconds":60,"reset_seconds":30,"unit":"requests"}]}
+//
+// Times are relative to the head's Date header when it has one, so a head
+// captured long ago is explained as it was meant when it was sent.
+//
 // The exit status is 0 when every request ended with a response that is
 // neither a 429 nor a 5xx, 1 otherwise, and 2 on bad usage.
 //
@@ -19,10 +30,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/headway-go/headway/internal/explain"
 )
 
 // Exit statuses.
@@ -54,6 +70,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return usageFailure(err, stderr)
 	}
+	if o.explain {
+		return explainHead(stdin, stdout, stderr, time.Now())
+	}
 
 	con := newConsole(stderr, isTerminal(stderr))
 	r := newRunner(o, con, stdout)
@@ -74,4 +93,28 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitOK
 	}
 	return exitFailed
+}
+
+// explainHead is ratecurl -explain: it reads a response head on stdin and
+// prints the JSON report of its rate-limit headers. now stands for the time
+// the response arrived, for heads without a Date header.
+func explainHead(stdin io.Reader, stdout, stderr io.Writer, now time.Time) int {
+	if stdin == nil {
+		fmt.Fprintln(stderr, "ratecurl: -explain: no standard input")
+		return exitFailed
+	}
+	rep, err := explain.Explain(stdin, now)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecurl: -explain: %v\n", err)
+		return exitFailed
+	}
+	b, err := json.Marshal(rep)
+	if err == nil {
+		_, err = stdout.Write(append(b, '\n'))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecurl: -explain: writing the report: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }

@@ -1,0 +1,369 @@
+package headway
+
+import "strings"
+
+// policyBuilder turns the fields of one response into policies, dialect by
+// dialect, in the order ParseHeaders documents.
+//
+// The fields and the clock are passed to each method rather than kept in the
+// builder: the builder's slice grows on the heap, and Go's escape analysis
+// would move whatever the builder points to there too, costing the hot path
+// (a response without rate-limit headers) two allocations.
+type policyBuilder struct {
+	out      []Policy
+	dialects DialectSet
+}
+
+func (b *policyBuilder) build(f *fieldSet, clk *resetClock) {
+	b.ietf(f, clk)
+	b.jiraBeta(f, clk)
+	b.xRateLimit(f, clk)
+	b.xRateLimitHyphenated(f, clk)
+	b.families(f, clk)
+	b.shopify(f, clk)
+}
+
+func (b *policyBuilder) add(p Policy) {
+	if b.out == nil {
+		b.out = make([]Policy, 0, 4)
+	}
+	b.out = append(b.out, p)
+}
+
+// group is a run of policies read from one dialect's fields, among which
+// the current state (remaining and reset) is matched to announced quotas.
+type group struct {
+	b       *policyBuilder
+	start   int
+	matched uint64 // bit i: b.out[start+i] already has its current state
+}
+
+func (b *policyBuilder) group() group { return group{b: b, start: len(b.out)} }
+
+func (g *group) policies() []Policy { return g.b.out[g.start:] }
+
+func (g *group) isMatched(i int) bool { return i < 64 && g.matched&(1<<i) != 0 }
+
+func (g *group) setMatched(i int) {
+	if i < 64 {
+		g.matched |= 1 << i
+	}
+}
+
+// announce adds the policies of a RateLimit-Policy field (or of the items
+// after the first in a -03 RateLimit-Limit). Named items are -08 policies
+// of the dialect named; numeric items are legacy quota policies, whose
+// dialect is set by the caller once it knows which draft it read. It
+// reports whether it saw named and numeric items.
+func (g *group) announce(items []sfItem, named Dialect) (sawNamed, sawNumeric bool) {
+	for i := range items {
+		it := &items[i]
+		var p Policy
+		switch it.val.kind {
+		case sfString:
+			p.Name, p.Dialect = it.val.str, named
+			sawNamed = true
+			if v, ok := it.param("q"); ok && v.kind == sfNumber {
+				p.Limit, p.HasLimit = countFromFloat(v.num)
+			}
+		case sfNumber:
+			p.Limit, p.HasLimit = countFromFloat(it.val.num)
+			sawNumeric = true
+			if v, ok := it.param("name"); ok && v.kind == sfString {
+				p.Name = v.str
+			}
+		default:
+			continue
+		}
+		p.Unit = UnitRequests
+		if v, ok := it.param("qu"); ok && v.kind == sfString && v.str != "" {
+			p.Unit = Unit(v.str)
+		}
+		if v, ok := it.param("w"); ok && v.kind == sfNumber {
+			if w, ok := secondsFromFloat(v.num); ok {
+				p.Window = w
+			}
+		}
+		if v, ok := it.param("pk"); ok && (v.kind == sfBytes || v.kind == sfString) {
+			p.Partition = v.str
+		}
+		if p.Dialect == 0 && g.hasEqual(p) {
+			continue // the same quota listed in two legacy fields
+		}
+		g.b.add(p)
+	}
+	return sawNamed, sawNumeric
+}
+
+func (g *group) hasEqual(p Policy) bool {
+	for _, q := range g.policies() {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// current merges a named -08 current state (from a RateLimit item) into
+// the announced policy of the same name and partition, or adds it.
+func (g *group) currentNamed(cur Policy) {
+	for i := range g.policies() {
+		p := &g.b.out[g.start+i]
+		if g.isMatched(i) || p.Name != cur.Name || p.Partition != "" && cur.Partition != "" && p.Partition != cur.Partition {
+			continue
+		}
+		g.setMatched(i)
+		fillCurrent(p, cur)
+		return
+	}
+	g.b.add(cur)
+	g.setMatched(len(g.policies()) - 1)
+}
+
+// currentLegacy merges an unnamed current state (-03 to -07, Envoy) into the
+// first announced policy with the same quota, or, when it carries no limit,
+// into the only announced policy; otherwise it adds it after them.
+func (g *group) currentLegacy(cur Policy) {
+	ps := g.policies()
+	for i := range ps {
+		p := &g.b.out[g.start+i]
+		same := cur.HasLimit && p.HasLimit && p.Limit == cur.Limit &&
+			(cur.Window == 0 || p.Window == 0 || p.Window == cur.Window) &&
+			(cur.Name == "" || p.Name == "" || p.Name == cur.Name)
+		if !g.isMatched(i) && (same || !cur.HasLimit && len(ps) == 1) {
+			g.setMatched(i)
+			fillCurrent(p, cur)
+			return
+		}
+	}
+	if cur.HasLimit || cur.HasRemaining || cur.HasReset {
+		g.b.add(cur)
+		g.setMatched(len(g.policies()) - 1)
+	}
+}
+
+// fillCurrent copies what cur knows and p does not into p.
+func fillCurrent(p *Policy, cur Policy) {
+	if !p.HasLimit {
+		p.Limit, p.HasLimit = cur.Limit, cur.HasLimit
+	}
+	if cur.HasRemaining {
+		p.Remaining, p.HasRemaining = cur.Remaining, true
+	}
+	if cur.HasReset {
+		p.Reset, p.HasReset = cur.Reset, true
+	}
+	if p.Window == 0 {
+		p.Window = cur.Window
+	}
+	if p.Name == "" {
+		p.Name = cur.Name
+	}
+	if p.Partition == "" {
+		p.Partition = cur.Partition
+	}
+	if p.Scope == "" {
+		p.Scope = cur.Scope
+	}
+}
+
+// setDialect gives every policy of the group that has none the dialect d.
+func (g *group) setDialect(d Dialect) {
+	for i := range g.policies() {
+		if p := &g.b.out[g.start+i]; p.Dialect == 0 {
+			p.Dialect = d
+		}
+	}
+}
+
+// ietf reads the RateLimit fields of every draft, and GitLab's.
+func (b *policyBuilder) ietf(f *fieldSet, clk *resetClock) {
+	if f.has(fRateLimitName) || f.has(fRateLimitObserved) || f.has(fRateLimitResetTime) {
+		b.gitlab(f, clk)
+	} else if f.has(fRateLimitLimit) || f.has(fRateLimitRemaining) || f.has(fRateLimitReset) {
+		g := b.group()
+		_, numericPolicy := g.announce(parseSFList(f.lines(fRateLimitPolicy)), DialectIETFDraft08)
+		cur := b.legacyCurrent(f, clk, f.lines(fRateLimitLimit), fRateLimitRemaining, fRateLimitReset, &g)
+		g.currentLegacy(cur)
+		d := DialectIETFDraft03
+		if numericPolicy {
+			d = DialectIETFDraft06
+		}
+		g.setDialect(d)
+		b.dialects = b.dialects.With(d)
+		if g.hasNamed() {
+			b.dialects = b.dialects.With(DialectIETFDraft08)
+		}
+		b.structuredCurrent(&g, f.lines(fRateLimit), DialectIETFDraft08)
+		return
+	}
+	if f.has(fRateLimit) || f.has(fRateLimitPolicy) {
+		b.structured(f, clk, f.lines(fRateLimitPolicy), f.lines(fRateLimit), DialectIETFDraft08)
+	}
+}
+
+func (g *group) hasNamed() bool {
+	for _, p := range g.policies() {
+		if p.Dialect != 0 && p.Name != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// structured reads a -07 or -08 pair of fields: policy (RateLimit-Policy)
+// and current (RateLimit). named is the dialect of the -08 form.
+func (b *policyBuilder) structured(f *fieldSet, clk *resetClock, policy, current []string, named Dialect) {
+	g := b.group()
+	sawNamed, sawNumeric := g.announce(parseSFList(policy), named)
+	if sawNamed {
+		b.dialects = b.dialects.With(named)
+	}
+	if sawNumeric && !isDictionary(current) {
+		// A -04..-06 policy field without the fields it belongs to.
+		g.setDialect(DialectIETFDraft06)
+		b.dialects = b.dialects.With(DialectIETFDraft06)
+	}
+	b.structuredCurrent(&g, current, named)
+}
+
+// structuredCurrent reads a RateLimit field in either the -07 dictionary
+// form or the -08 list form.
+func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dialect) {
+	if len(current) == 0 {
+		return
+	}
+	if isDictionary(current) {
+		cur := Policy{Unit: UnitRequests, Dialect: DialectIETFDraft07}
+		for _, m := range parseSFDict(current) {
+			if m.val.kind != sfNumber {
+				continue
+			}
+			switch m.key {
+			case "limit":
+				cur.Limit, cur.HasLimit = countFromFloat(m.val.num)
+			case "remaining":
+				cur.Remaining, cur.HasRemaining = countFromFloat(m.val.num)
+			case "reset":
+				cur.Reset, cur.HasReset = secondsFromFloat(m.val.num)
+			}
+		}
+		g.currentLegacy(cur)
+		g.setDialect(DialectIETFDraft07)
+		b.dialects = b.dialects.With(DialectIETFDraft07)
+		return
+	}
+	saw := false
+	for _, it := range parseSFList(current) {
+		if it.val.kind != sfString {
+			continue
+		}
+		saw = true
+		cur := Policy{Name: it.val.str, Unit: UnitRequests, Dialect: named}
+		if v, ok := it.param("r"); ok && v.kind == sfNumber {
+			cur.Remaining, cur.HasRemaining = countFromFloat(v.num)
+		}
+		if v, ok := it.param("t"); ok && v.kind == sfNumber {
+			cur.Reset, cur.HasReset = secondsFromFloat(v.num)
+		}
+		if v, ok := it.param("pk"); ok && (v.kind == sfBytes || v.kind == sfString) {
+			cur.Partition = v.str
+		}
+		g.currentNamed(cur)
+	}
+	if saw {
+		b.dialects = b.dialects.With(named)
+	}
+}
+
+// isDictionary reports whether a RateLimit field is in the -07 dictionary
+// form ("limit=100, ...") rather than the -08 list form ("\"burst\";r=5").
+func isDictionary(lines []string) bool {
+	if len(lines) == 0 {
+		return false
+	}
+	s := strings.TrimLeft(lines[0], " \t")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '.', c == '*':
+		case c == ' ' || c == '\t':
+			s = strings.TrimLeft(s[i:], " \t")
+			return s != "" && s[0] == '=' && i > 0
+		default:
+			return c == '=' && i > 0
+		}
+	}
+	return false
+}
+
+// legacyCurrent reads the current state of a -03 style triple: a limit field
+// ("10" or "10, 10;w=1, 50;w=60": the current limit, then policies, which
+// are announced in g), a remaining and a reset field.
+func (b *policyBuilder) legacyCurrent(f *fieldSet, clk *resetClock, limit []string, remaining, reset field, g *group) Policy {
+	cur := Policy{Unit: UnitRequests}
+	if items := parseSFList(limit); len(items) > 0 {
+		first := items[0]
+		if first.val.kind == sfNumber {
+			cur.Limit, cur.HasLimit = countFromFloat(first.val.num)
+		}
+		if v, ok := first.param("w"); ok && v.kind == sfNumber {
+			cur.Window, _ = secondsFromFloat(v.num)
+		}
+		if v, ok := first.param("name"); ok && v.kind == sfString {
+			cur.Name = v.str
+		}
+		if v, ok := first.param("qu"); ok && v.kind == sfString && v.str != "" {
+			cur.Unit = Unit(v.str)
+		}
+		g.announce(items[1:], 0)
+	} else if len(limit) > 0 {
+		cur.Limit, cur.HasLimit = parseCount(limit[0])
+	}
+	if v, ok := f.first(remaining); ok {
+		cur.Remaining, cur.HasRemaining = parseCount(v)
+	}
+	if v, ok := f.first(reset); ok {
+		cur.Reset, cur.HasReset = parseReset(v, resetAuto, clk)
+	}
+	return cur
+}
+
+// gitlab reads GitLab's RateLimit-* fields: one named policy whose
+// RateLimit-Reset is a Unix time and RateLimit-ResetTime an HTTP-date.
+func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
+	p := Policy{Unit: UnitRequests, Dialect: DialectGitLab}
+	p.Name, _ = f.first(fRateLimitName)
+	p.Name = strings.TrimSpace(p.Name)
+	if v, ok := f.first(fRateLimitLimit); ok {
+		p.Limit, p.HasLimit = parseCount(v)
+	}
+	if v, ok := f.first(fRateLimitRemaining); ok {
+		p.Remaining, p.HasRemaining = parseCount(v)
+	}
+	if v, ok := f.first(fRateLimitObserved); ok && !p.HasRemaining && p.HasLimit {
+		if used, ok := parseCount(v); ok {
+			p.Remaining, p.HasRemaining = max(p.Limit-used, 0), true
+		}
+	}
+	if v, ok := f.first(fRateLimitResetTime); ok {
+		if t, ok := parseHTTPDate(v); ok {
+			p.Reset, p.HasReset = untilClamped(clk.now(), t), true
+		}
+	}
+	if v, ok := f.first(fRateLimitReset); ok && !p.HasReset {
+		p.Reset, p.HasReset = parseReset(v, resetEpoch, clk)
+	}
+	b.dialects = b.dialects.With(DialectGitLab)
+	if p.HasLimit || p.HasRemaining || p.HasReset {
+		b.add(p)
+	}
+}
+
+// jiraBeta reads Jira's points-based Beta-RateLimit-Policy and
+// Beta-RateLimit fields, in the -08 form.
+func (b *policyBuilder) jiraBeta(f *fieldSet, clk *resetClock) {
+	if f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy) {
+		b.structured(f, clk, f.lines(fBetaRateLimitPolicy), f.lines(fBetaRateLimit), DialectJira)
+		b.dialects = b.dialects.With(DialectJira)
+	}
+}

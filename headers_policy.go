@@ -1,0 +1,211 @@
+package headway
+
+import (
+	"math/bits"
+	"strings"
+	"time"
+)
+
+// Policy is one quota a server announced: Limit units per Window, of which
+// Remaining are left until the quota resets, Reset from now. Servers rarely
+// announce everything: each field says whether it is known.
+type Policy struct {
+	// Name identifies the policy when the server named it: the IETF
+	// policy name ("burst"), GitHub's resource ("core", "search"),
+	// GitLab's RateLimit-Name, an Azure or Zendesk header suffix
+	// ("subscription-reads", "tickets-index"). Empty when not named.
+	Name string
+	// Unit is what the quota counts; UnitRequests unless the server said
+	// otherwise.
+	Unit Unit
+	// Limit is the quota: how many units the policy allows per window.
+	Limit    int64
+	HasLimit bool
+	// Remaining is how many units are left before the server refuses.
+	// Never negative; fractional counts (Reddit) are rounded down.
+	Remaining    int64
+	HasRemaining bool
+	// Window is the length of the policy's time window; 0 when unknown.
+	Window time.Duration
+	// Reset is how long until the quota is restored (fully, or by a step,
+	// as the dialect defines), measured like Observation.RetryAfter: from
+	// the response's Date when an absolute time had to be converted. A
+	// reset in the past is 0.
+	Reset    time.Duration
+	HasReset bool
+	// Scope is where the dialect says the quota applies: Discord's
+	// X-RateLimit-Scope ("user", "shared"), Azure's scope for resource
+	// policies. Empty when not given.
+	Scope string
+	// Partition identifies the bucket the request was counted in: the
+	// IETF partition key (pk, decoded) or Discord's X-RateLimit-Bucket.
+	Partition string
+	// Dialect is the format the policy was read from.
+	Dialect Dialect
+}
+
+// Exhausted reports whether the policy is known to have nothing left.
+func (p Policy) Exhausted() bool { return p.HasRemaining && p.Remaining == 0 }
+
+// Unit is what a quota counts.
+type Unit string
+
+// Units named by the IETF draft and by vendors.
+const (
+	UnitRequests           Unit = "requests"
+	UnitTokens             Unit = "tokens"
+	UnitInputTokens        Unit = "input-tokens"
+	UnitOutputTokens       Unit = "output-tokens"
+	UnitContentBytes       Unit = "content-bytes"
+	UnitConcurrentRequests Unit = "concurrent-requests"
+)
+
+// Dialect is one of the header formats servers use to announce rate limits.
+// Where a dialect's numbers are ambiguous, the rule is given here. Where a
+// dialect does not say what a reset number means, it is read by this rule:
+// at least 1e12 is a Unix time in milliseconds, at least 1e9 a Unix time in
+// seconds, anything smaller a delay in seconds; strings are HTTP-dates (also
+// with a "UTC" zone), RFC 3339 or minute-precision ISO 8601 times, or Go
+// durations ("6m0s"). Absolute times are measured against the response's
+// Date header.
+type Dialect uint8
+
+// The dialects ParseHeaders recognises.
+const (
+	// DialectIETFDraft03 is draft-ietf-httpapi-ratelimit-headers -00..-03:
+	// RateLimit-Limit ("10, 10;w=1, 50;w=60": the current limit, then
+	// policies), RateLimit-Remaining and RateLimit-Reset in delay-seconds.
+	// Zendesk's ratelimit-* fields read as this dialect.
+	DialectIETFDraft03 Dialect = iota + 1
+	// DialectIETFDraft06 is -04..-06: the -03 fields plus
+	// "RateLimit-Policy: 10;w=1, 50;w=60".
+	DialectIETFDraft06
+	// DialectIETFDraft07 is -07: "RateLimit: limit=100, remaining=50,
+	// reset=5" and "RateLimit-Policy: 100;w=10".
+	DialectIETFDraft07
+	// DialectIETFDraft08 is -08 to -11, the structured lists
+	// `RateLimit-Policy: "burst";q=100;w=60` and `RateLimit:
+	// "burst";r=50;t=30`, parsed as RFC 9651 structured fields (leniently
+	// when a server deviates). Cloudflare sends this form.
+	DialectIETFDraft08
+	// DialectXRateLimit is the de facto X-RateLimit-Limit, -Remaining and
+	// -Reset (go-chi/httprate, express-rate-limit's legacy headers,
+	// sethvargo/go-limiter); the reset by the rule above.
+	DialectXRateLimit
+	// DialectXRateLimitHyphenated is X-Rate-Limit-Limit, -Remaining and
+	// -Reset (X/Twitter, Okta); resets are Unix seconds.
+	DialectXRateLimitHyphenated
+	// DialectGitHub is X-RateLimit-* with -Used and -Resource; the resource
+	// names the policy and resets are Unix seconds.
+	DialectGitHub
+	// DialectGitLab is RateLimit-* with -Name, -Observed and -ResetTime;
+	// its RateLimit-Reset is a Unix time, unlike the IETF delay.
+	DialectGitLab
+	// DialectOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens}
+	// with resets as Go durations; a window word in the suffix
+	// ("tokens-minute") gives the window.
+	DialectOpenAI
+	// DialectAnthropic is anthropic-ratelimit-<unit>-{limit,remaining,reset}
+	// with RFC 3339 resets, one policy per unit; anthropic-priority-* gives
+	// policies named "priority".
+	DialectAnthropic
+	// DialectDiscord is X-RateLimit-* with -Reset-After (seconds, which
+	// wins over the Unix -Reset), -Bucket, -Global and -Scope.
+	DialectDiscord
+	// DialectShopify is "X-Shopify-Shop-Api-Call-Limit: 32/40" (used/limit).
+	DialectShopify
+	// DialectReddit is X-Ratelimit-Used, -Remaining (a decimal) and -Reset
+	// (seconds to the end of the period), without -Limit.
+	DialectReddit
+	// DialectZendesk is "X-Rate-Limit: 700" with X-Rate-Limit-Remaining, and
+	// "Zendesk-RateLimit-<endpoint>: total=100; remaining=99; resets=41".
+	DialectZendesk
+	// DialectJira is Jira's X-RateLimit-* (with -NearLimit, RateLimit-Reason
+	// and resets like "2020-09-01T12:05Z") and its Beta-RateLimit-Policy and
+	// Beta-RateLimit fields in the -08 form.
+	DialectJira
+	// DialectAzure is x-ms-ratelimit-remaining-<scope> (remaining counts
+	// only), including "x-ms-ratelimit-remaining-resource:
+	// Microsoft.Compute/HighCostGet3Min;107,...".
+	DialectAzure
+	// DialectEnvoy is Envoy's rate limit filter: x-envoy-ratelimited and
+	// draft-03 style x-ratelimit-* with "name" parameters.
+	DialectEnvoy
+	// DialectStripe is Stripe-Should-Retry and Stripe-Rate-Limited-Reason.
+	DialectStripe
+
+	numDialects = iota
+)
+
+var dialectNames = [numDialects + 1]string{
+	DialectIETFDraft03:          "ietf-draft-03",
+	DialectIETFDraft06:          "ietf-draft-06",
+	DialectIETFDraft07:          "ietf-draft-07",
+	DialectIETFDraft08:          "ietf-draft-08",
+	DialectXRateLimit:           "x-ratelimit",
+	DialectXRateLimitHyphenated: "x-rate-limit",
+	DialectGitHub:               "github",
+	DialectGitLab:               "gitlab",
+	DialectOpenAI:               "openai",
+	DialectAnthropic:            "anthropic",
+	DialectDiscord:              "discord",
+	DialectShopify:              "shopify",
+	DialectReddit:               "reddit",
+	DialectZendesk:              "zendesk",
+	DialectJira:                 "jira",
+	DialectAzure:                "azure",
+	DialectEnvoy:                "envoy",
+	DialectStripe:               "stripe",
+}
+
+// String returns the dialect's short name, such as "ietf-draft-08" or
+// "github".
+func (d Dialect) String() string {
+	if d > 0 && int(d) <= numDialects {
+		return dialectNames[d]
+	}
+	return "unknown"
+}
+
+// DialectSet is a set of dialects. The zero value is empty.
+type DialectSet uint32
+
+// With returns the set with d added.
+func (s DialectSet) With(d Dialect) DialectSet {
+	if d == 0 || int(d) > numDialects {
+		return s
+	}
+	return s | 1<<d
+}
+
+// Has reports whether d is in the set.
+func (s DialectSet) Has(d Dialect) bool { return d < 32 && s&(1<<d) != 0 }
+
+// Len returns the number of dialects in the set.
+func (s DialectSet) Len() int { return bits.OnesCount32(uint32(s)) }
+
+// List returns the dialects in the set, in the order of the constants.
+func (s DialectSet) List() []Dialect {
+	if s == 0 {
+		return nil
+	}
+	out := make([]Dialect, 0, s.Len())
+	for d := Dialect(1); int(d) <= numDialects; d++ {
+		if s.Has(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// String lists the dialects' names, separated by commas.
+func (s DialectSet) String() string {
+	var b strings.Builder
+	for _, d := range s.List() {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(d.String())
+	}
+	return b.String()
+}

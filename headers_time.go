@@ -1,0 +1,312 @@
+package headway
+
+import (
+	"math"
+	"strings"
+	"time"
+)
+
+// This file turns the numbers and times that rate-limit headers carry into
+// counts and durations: every function here is total (no panics), never
+// returns a negative count or duration, and clamps durations to
+// MaxServerWait.
+
+// Thresholds of the rule for a reset whose dialect does not say what its
+// number means: at or above epochMillisFloor it is Unix milliseconds, at or
+// above epochSecondsFloor Unix seconds, below that a delay in seconds. A
+// delay of 1e9 seconds would be 31 years, and 1e12 Unix seconds is the year
+// 33658, so the three readings do not overlap for any value a server means.
+const (
+	epochSecondsFloor = 1e9
+	epochMillisFloor  = 1e12
+)
+
+// resetFormat is how a dialect documents its reset values.
+type resetFormat uint8
+
+const (
+	resetAuto       resetFormat = iota // by the rule above; strings by layout
+	resetDelta                         // delay-seconds, fractional allowed
+	resetEpoch                         // Unix seconds, fractional allowed
+	resetGoDuration                    // "1s", "6m0s", "20ms"
+)
+
+// resetClock measures absolute reset times. base is the response's Date
+// when it has a valid one, else the time the response was received; it is
+// computed on first use, because most responses need no absolute time.
+type resetClock struct {
+	date     string // the Date field, "" if absent
+	received time.Time
+	base     time.Time
+	done     bool
+}
+
+func (c *resetClock) now() time.Time {
+	if !c.done {
+		c.done = true
+		c.base = c.received
+		if c.date != "" {
+			if t, ok := parseHTTPDate(c.date); ok {
+				c.base = t
+			}
+		}
+	}
+	return c.base
+}
+
+// parseReset reads a reset value in the given format. ok is false when the
+// value is malformed; the result is never negative (a reset in the past is 0)
+// and never beyond MaxServerWait.
+func parseReset(v string, f resetFormat, c *resetClock) (time.Duration, bool) {
+	v = strings.Trim(v, " \t")
+	if v == "" {
+		return 0, false
+	}
+	switch f {
+	case resetDelta:
+		return parseDecimalDuration(v, time.Second)
+	case resetEpoch:
+		sec, nsec, ok := parseUnix(v, time.Second)
+		if !ok {
+			return 0, false
+		}
+		return untilUnix(c.now(), sec, nsec), true
+	case resetGoDuration:
+		return parseGoDuration(v)
+	}
+	if v[0] < '0' || v[0] > '9' {
+		// Letters first: an HTTP-date ("Wed, 25 Nov 2026 21:32:42 UTC").
+		t, ok := parseHTTPDate(v)
+		if !ok {
+			return 0, false
+		}
+		return untilClamped(c.now(), t), true
+	}
+	if isDecimal(v) {
+		return parseAutoNumber(v, c)
+	}
+	if strings.IndexByte(v, '-') > 0 && strings.IndexByte(v, ':') > 0 {
+		t, ok := parseISODate(v)
+		if !ok {
+			return 0, false
+		}
+		return untilClamped(c.now(), t), true
+	}
+	return parseGoDuration(v)
+}
+
+// parseAutoNumber applies the epoch-or-delta rule to a decimal number.
+func parseAutoNumber(v string, c *resetClock) (time.Duration, bool) {
+	// Compare the integer part's magnitude without parsing it: a run of
+	// digits of length n is >= 1e(n-1).
+	digits := len(v)
+	if i := strings.IndexByte(v, '.'); i >= 0 {
+		digits = i
+	}
+	for digits > 1 && v[0] == '0' { // leading zeros do not count
+		v = v[1:]
+		digits--
+	}
+	switch {
+	case digits > 12: // >= 1e12: Unix milliseconds
+		sec, nsec, ok := parseUnix(v, time.Millisecond)
+		if !ok {
+			return 0, false
+		}
+		return untilUnix(c.now(), sec, nsec), true
+	case digits > 9: // >= 1e9: Unix seconds
+		sec, nsec, ok := parseUnix(v, time.Second)
+		if !ok {
+			return 0, false
+		}
+		return untilUnix(c.now(), sec, nsec), true
+	default:
+		return parseDecimalDuration(v, time.Second)
+	}
+}
+
+// isDecimal reports whether v is digits with at most one dot between digits.
+func isDecimal(v string) bool {
+	dot := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+		case c == '.' && !dot && i > 0 && i < len(v)-1:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return v != ""
+}
+
+// maxUnixSeconds bounds the Unix times that are parsed exactly; later times
+// are all further ahead than MaxServerWait of any plausible now, and are
+// clamped to it.
+const maxUnixSeconds = 1 << 40 // the year 36812
+
+// parseUnix reads a non-negative decimal Unix time counted in unit (a
+// second or a millisecond) and returns it as seconds and nanoseconds.
+// Times beyond maxUnixSeconds are returned as maxUnixSeconds.
+func parseUnix(v string, unit time.Duration) (sec, nsec int64, ok bool) {
+	d, ok := parseDecimalUnits(v, unit, maxUnixSeconds*int64(time.Second/unit))
+	if !ok {
+		return 0, 0, false
+	}
+	// d counts nanoseconds when it fits; parseDecimalUnits saturates.
+	return d.whole, d.nanos, true
+}
+
+// untilUnix is untilClamped for a Unix time.
+func untilUnix(now time.Time, sec, nsec int64) time.Duration {
+	return untilClamped(now, time.Unix(sec, nsec))
+}
+
+// decimalUnits is a non-negative decimal number of some unit, split into
+// whole seconds and nanoseconds.
+type decimalUnits struct {
+	whole int64 // seconds
+	nanos int64 // [0, 1e9)
+}
+
+// parseDecimalUnits reads digits with an optional fraction in the given unit
+// (at most a second), saturating the number of units at maxUnits.
+func parseDecimalUnits(v string, unit time.Duration, maxUnits int64) (decimalUnits, bool) {
+	if !isDecimal(v) || unit <= 0 || unit > time.Second {
+		return decimalUnits{}, false
+	}
+	var units int64
+	i := 0
+	for ; i < len(v) && v[i] != '.'; i++ {
+		if units > maxUnits/10 {
+			units = maxUnits
+			continue
+		}
+		units = min(units*10+int64(v[i]-'0'), maxUnits)
+	}
+	// The fraction of one unit, in nanoseconds, rounded down: a unit is at
+	// most a second, so at most nine digits matter.
+	var frac int64
+	scale := int64(unit)
+	for j := i + 1; j < len(v) && scale >= 10; j++ {
+		scale /= 10
+		frac += int64(v[j]-'0') * scale
+	}
+	perSecond := int64(time.Second / unit)
+	return decimalUnits{
+		whole: units / perSecond,
+		nanos: (units%perSecond)*int64(unit) + frac,
+	}, true
+}
+
+// parseGoDuration reads a Go-style duration ("1s", "6m0s", "20ms",
+// "2m59.56s") as OpenAI and its imitators send; signs are rejected and
+// overflowing values clamp to MaxServerWait.
+func parseGoDuration(v string) (time.Duration, bool) {
+	if v == "" || v[0] < '0' || v[0] > '9' {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		// time.ParseDuration fails on overflow too; tell that apart from
+		// garbage by checking the syntax with a tiny value of each unit.
+		if isGoDurationSyntax(v) {
+			return MaxServerWait, true
+		}
+		return 0, false
+	}
+	return min(max(d, 0), MaxServerWait), true
+}
+
+// isGoDurationSyntax reports whether v is a sequence of decimal numbers each
+// followed by one of Go's duration units.
+func isGoDurationSyntax(v string) bool {
+	for v != "" {
+		i := 0
+		for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+			i++
+		}
+		if i == 0 || !isDecimal(v[:i]) {
+			return false
+		}
+		v = v[i:]
+		j := 0
+		for j < len(v) && (v[j] < '0' || v[j] > '9') && v[j] != '.' {
+			j++
+		}
+		switch v[:j] {
+		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		v = v[j:]
+	}
+	return true
+}
+
+// isoLayouts are the ISO 8601 forms resets take: RFC 3339 (Anthropic) and
+// the minute-precision form Jira sends ("2020-09-01T12:05Z").
+var isoLayouts = [...]string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02 15:04:05Z07:00",
+}
+
+func parseISODate(v string) (time.Time, bool) {
+	if len(v) > 64 {
+		return time.Time{}, false
+	}
+	for _, layout := range isoLayouts {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// parseCount reads a limit or remaining count: a non-negative integer, or a
+// non-negative decimal (Reddit's "598.0"), rounded down. Values beyond
+// maxCount are clamped to it.
+func parseCount(v string) (int64, bool) {
+	v = strings.Trim(v, " \t")
+	if !isDecimal(v) {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v) && v[i] != '.'; i++ {
+		if n > maxCount/10 {
+			return maxCount, true
+		}
+		n = min(n*10+int64(v[i]-'0'), maxCount)
+	}
+	return n, true
+}
+
+// maxCount bounds limits and remaining counts: 2^53, the largest integer a
+// JSON number holds exactly.
+const maxCount = 1 << 53
+
+// countFromFloat converts a structured-field number to a count; ok is false
+// for a negative or non-finite value.
+func countFromFloat(f float64) (int64, bool) {
+	if math.IsNaN(f) || f < 0 {
+		return 0, false
+	}
+	if f >= maxCount {
+		return maxCount, true
+	}
+	return int64(f), true
+}
+
+// secondsFromFloat converts a structured-field number of seconds to a
+// duration, clamped to MaxServerWait; ok is false for a negative or
+// non-finite value.
+func secondsFromFloat(f float64) (time.Duration, bool) {
+	if math.IsNaN(f) || f < 0 {
+		return 0, false
+	}
+	if f >= float64(MaxServerWait/time.Second) {
+		return MaxServerWait, true
+	}
+	return time.Duration(math.Ceil(f * float64(time.Second))), true
+}

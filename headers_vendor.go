@@ -1,0 +1,336 @@
+package headway
+
+import (
+	"strings"
+	"time"
+)
+
+// xRateLimit reads X-RateLimit-*, whose meaning depends on who sends it:
+// GitHub, Discord, Reddit, Envoy, Jira, or anyone else.
+func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
+	discord := f.has(fXRLResetAfter) || f.has(fXRLBucket) || f.has(fXRLGlobal) || f.has(fXRLScope)
+	if !discord && !f.has(fXRLLimit) && !f.has(fXRLRemaining) && !f.has(fXRLReset) &&
+		!f.has(fXRLUsed) && !f.has(fXRLResource) && !f.has(fXRLNearLimit) && !f.has(fEnvoyRateLimited) {
+		return
+	}
+	limit, hasLimit := f.first(fXRLLimit)
+	var d Dialect
+	switch {
+	case discord:
+		d = DialectDiscord
+	case f.has(fXRLResource) || f.has(fXRLUsed) && hasLimit:
+		d = DialectGitHub
+	case f.has(fXRLUsed):
+		d = DialectReddit
+	case f.has(fEnvoyRateLimited) || strings.ContainsAny(limit, ",;"):
+		d = DialectEnvoy
+	case f.has(fXRLNearLimit) || f.has(fRateLimitReason):
+		d = DialectJira
+	default:
+		d = DialectXRateLimit
+	}
+	b.dialects = b.dialects.With(d)
+
+	if d == DialectEnvoy { // draft-03 fields under an X- prefix
+		g := b.group()
+		g.currentLegacy(b.legacyCurrent(f, clk, f.lines(fXRLLimit), fXRLRemaining, fXRLReset, &g))
+		g.setDialect(DialectEnvoy)
+		return
+	}
+
+	p := Policy{Unit: UnitRequests, Dialect: d}
+	if hasLimit {
+		p.Limit, p.HasLimit = parseCount(limit)
+	}
+	if v, ok := f.first(fXRLRemaining); ok {
+		p.Remaining, p.HasRemaining = parseCount(v)
+	}
+	resetFormat := resetAuto
+	switch d {
+	case DialectGitHub:
+		p.Name, _ = f.first(fXRLResource)
+		p.Name = strings.TrimSpace(p.Name)
+		if v, ok := f.first(fXRLUsed); ok && !p.HasRemaining && p.HasLimit {
+			if used, ok := parseCount(v); ok {
+				p.Remaining, p.HasRemaining = max(p.Limit-used, 0), true
+			}
+		}
+		resetFormat = resetEpoch
+	case DialectDiscord:
+		if v, ok := f.first(fXRLResetAfter); ok {
+			p.Reset, p.HasReset = parseReset(v, resetDelta, clk)
+		}
+		resetFormat = resetEpoch
+		p.Partition, _ = f.first(fXRLBucket)
+		p.Scope, _ = f.first(fXRLScope)
+		p.Partition, p.Scope = strings.TrimSpace(p.Partition), strings.TrimSpace(p.Scope)
+	case DialectReddit:
+		resetFormat = resetDelta
+	}
+	if v, ok := f.first(fXRLReset); ok && !p.HasReset {
+		p.Reset, p.HasReset = parseReset(v, resetFormat, clk)
+	}
+	if d == DialectXRateLimit || d == DialectJira {
+		b.addOrMerge(p)
+		return
+	}
+	if p.HasLimit || p.HasRemaining || p.HasReset {
+		b.add(p)
+	}
+}
+
+// xRateLimitHyphenated reads X-Rate-Limit-* (X/Twitter, Okta) and
+// Zendesk's X-Rate-Limit.
+func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
+	p := Policy{Unit: UnitRequests, Dialect: DialectXRateLimitHyphenated}
+	limit, ok := f.first(fXRateLimitLimit)
+	if v, zendesk := f.first(fXRateLimit); zendesk {
+		p.Dialect, limit, ok = DialectZendesk, v, true
+	} else if !ok && !f.has(fXRateLimitRemaining) && !f.has(fXRateLimitReset) {
+		return
+	}
+	b.dialects = b.dialects.With(p.Dialect)
+	if ok {
+		p.Limit, p.HasLimit = parseCount(limit)
+	}
+	if v, ok := f.first(fXRateLimitRemaining); ok {
+		p.Remaining, p.HasRemaining = parseCount(v)
+	}
+	if v, ok := f.first(fXRateLimitReset); ok {
+		p.Reset, p.HasReset = parseReset(v, resetAuto, clk)
+	}
+	b.addOrMerge(p)
+}
+
+// addOrMerge adds a policy read from a legacy field, unless it repeats one
+// read from the IETF fields (the same limit and remaining, as
+// express-rate-limit sends both), in which case it only fills in what that
+// one lacked.
+func (b *policyBuilder) addOrMerge(p Policy) {
+	if !p.HasLimit && !p.HasRemaining && !p.HasReset {
+		return
+	}
+	for i := range b.out {
+		q := &b.out[i]
+		switch q.Dialect {
+		case DialectIETFDraft03, DialectIETFDraft06, DialectIETFDraft07, DialectIETFDraft08:
+		default:
+			continue
+		}
+		if q.HasLimit && p.HasLimit && q.Limit == p.Limit &&
+			q.HasRemaining && p.HasRemaining && q.Remaining == p.Remaining && q.Unit == p.Unit {
+			if !q.HasReset {
+				q.Reset, q.HasReset = p.Reset, p.HasReset
+			}
+			return
+		}
+	}
+	b.add(p)
+}
+
+// shopify reads "X-Shopify-Shop-Api-Call-Limit: 32/40": 32 used of 40.
+func (b *policyBuilder) shopify(f *fieldSet, clk *resetClock) {
+	v, ok := f.first(fShopify)
+	if !ok {
+		return
+	}
+	b.dialects = b.dialects.With(DialectShopify)
+	usedStr, limitStr, ok := strings.Cut(v, "/")
+	if !ok {
+		return
+	}
+	p := Policy{Unit: UnitRequests, Dialect: DialectShopify}
+	p.Limit, p.HasLimit = parseCount(limitStr)
+	if used, ok := parseCount(usedStr); ok && p.HasLimit {
+		p.Remaining, p.HasRemaining = max(p.Limit-used, 0), true
+	}
+	if p.HasLimit {
+		b.add(p)
+	}
+}
+
+// knownUnits ranks the units that header suffixes name, in the order their
+// policies are listed.
+var knownUnits = [...]Unit{UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens}
+
+// windowWords are the suffixes that give a policy's window
+// ("x-ratelimit-limit-tokens-minute").
+var windowWords = [...]struct {
+	word string
+	d    time.Duration
+}{
+	{"-second", time.Second},
+	{"-minute", time.Minute},
+	{"-hour", time.Hour},
+	{"-day", 24 * time.Hour},
+}
+
+// splitUnit reads a header suffix such as "tokens" or "requests-day" into a
+// unit and a window (0 when not given). known is false when the suffix names
+// no known unit (the policy is then named after the suffix); rank orders
+// the units for listing.
+func splitUnit(suffix string) (u Unit, window time.Duration, known bool, rank int) {
+	base := suffix
+	for _, w := range windowWords {
+		if n := len(suffix) - len(w.word); n > 0 && strings.EqualFold(suffix[n:], w.word) {
+			base, window = suffix[:n], w.d
+			break
+		}
+	}
+	for i, ku := range knownUnits {
+		if strings.EqualFold(base, string(ku)) {
+			return ku, window, true, i
+		}
+	}
+	u = UnitRequests
+	if len(base) >= 6 && strings.EqualFold(base[:6], "tokens") {
+		u = UnitTokens
+	}
+	return u, window, false, len(knownUnits)
+}
+
+// families reads the headers whose names end in a unit, scope or endpoint:
+// OpenAI-style, Anthropic, Azure and Zendesk.
+func (b *policyBuilder) families(f *fieldSet, clk *resetClock) {
+	fams := f.fams[:f.nFams]
+	if len(fams) == 0 {
+		return
+	}
+	sortFamilies(fams)
+	for i := 0; i < len(fams); {
+		j := i + 1
+		for j < len(fams) && fams[j].fam == fams[i].fam && strings.EqualFold(fams[j].suffix, fams[i].suffix) {
+			j++
+		}
+		b.family(f, clk, fams[i:j])
+		i = j
+	}
+}
+
+// family reads the headers of one family that share a suffix.
+func (b *policyBuilder) family(f *fieldSet, clk *resetClock, ffs []familyField) {
+	ff := ffs[0]
+	switch ff.fam {
+	case famAzure:
+		b.dialects = b.dialects.With(DialectAzure)
+		b.azure(strings.ToLower(ff.suffix), ff.value)
+		return
+	case famZendesk:
+		b.dialects = b.dialects.With(DialectZendesk)
+		b.zendesk(f, clk, strings.ToLower(ff.suffix), ff.value)
+		return
+	}
+	p := Policy{Dialect: DialectOpenAI}
+	if ff.fam != famOpenAI {
+		p.Dialect = DialectAnthropic
+	}
+	var known bool
+	p.Unit, p.Window, known, _ = splitUnit(ff.suffix)
+	if !known {
+		p.Name = strings.ToLower(ff.suffix)
+	}
+	if ff.fam == famAnthropicPriority {
+		p.Name = "priority"
+	}
+	for _, ff := range ffs {
+		switch ff.kind {
+		case kindLimit:
+			p.Limit, p.HasLimit = parseCount(ff.value)
+		case kindRemaining:
+			p.Remaining, p.HasRemaining = parseCount(ff.value)
+		case kindReset:
+			p.Reset, p.HasReset = parseReset(ff.value, resetAuto, clk)
+		}
+	}
+	b.dialects = b.dialects.With(p.Dialect)
+	if p.HasLimit || p.HasRemaining || p.HasReset {
+		b.add(p)
+	}
+}
+
+// azure reads x-ms-ratelimit-remaining-<scope>: a remaining count, or for
+// "resource" a list of "<policy>;<remaining>" pairs.
+func (b *policyBuilder) azure(scope, value string) {
+	if !strings.Contains(value, ";") {
+		p := Policy{Name: scope, Unit: UnitRequests, Dialect: DialectAzure}
+		if p.Remaining, p.HasRemaining = parseCount(value); p.HasRemaining {
+			b.add(p)
+		}
+		return
+	}
+	for _, pair := range strings.Split(value, ",") {
+		name, count, ok := strings.Cut(pair, ";")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			continue
+		}
+		p := Policy{Name: name, Unit: UnitRequests, Scope: scope, Dialect: DialectAzure}
+		if p.Remaining, p.HasRemaining = parseCount(count); p.HasRemaining {
+			b.add(p)
+		}
+	}
+}
+
+// zendesk reads "Zendesk-RateLimit-<endpoint>: total=100; remaining=99;
+// resets=41" (resets in seconds).
+func (b *policyBuilder) zendesk(f *fieldSet, clk *resetClock, name, value string) {
+	p := Policy{Name: name, Unit: UnitRequests, Dialect: DialectZendesk}
+	for _, kv := range strings.FieldsFunc(value, func(r rune) bool { return r == ';' || r == ',' }) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "total":
+			p.Limit, p.HasLimit = parseCount(v)
+		case "remaining":
+			p.Remaining, p.HasRemaining = parseCount(v)
+		case "resets":
+			p.Reset, p.HasReset = parseReset(v, resetDelta, clk)
+		}
+	}
+	if p.HasLimit || p.HasRemaining || p.HasReset {
+		b.add(p)
+	}
+}
+
+// sortFamilies orders family headers by family, then unit rank, then
+// suffix (ignoring case), then kind, so that the policies come out in the
+// same order whatever the header map's iteration order. The slices are
+// short: insertion sort.
+func sortFamilies(fs []familyField) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && familyLess(&fs[j], &fs[j-1]); j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+func familyLess(a, b *familyField) bool {
+	if a.fam != b.fam {
+		return a.fam < b.fam
+	}
+	_, _, _, ra := splitUnit(a.suffix)
+	_, _, _, rb := splitUnit(b.suffix)
+	if ra != rb {
+		return ra < rb
+	}
+	if c := compareFold(a.suffix, b.suffix); c != 0 {
+		return c < 0
+	}
+	return a.kind < b.kind
+}
+
+// compareFold compares ASCII strings ignoring case.
+func compareFold(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ca, cb := a[i]|0x20, b[i]|0x20
+		if ca != cb {
+			if ca < cb {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
