@@ -105,7 +105,7 @@ func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	obs.ShouldRetry = f.verdict()
 	if f.limits {
 		var b policyBuilder
-		b.build(&f, &clock)
+		b.build(h, &f, &clock)
 		obs.Policies, obs.Dialects = b.out, b.dialects
 	}
 	if f.has(fStripeShouldRetry) || f.has(fStripeRateLimitedReason) {
@@ -197,6 +197,9 @@ var httpDateLayouts = [...]string{
 
 func parseHTTPDate(v string) (time.Time, bool) {
 	v = strings.Trim(v, " \t")
+	if t, ok := parseIMFFixdate(v); ok {
+		return t, true
+	}
 	if len(v) < len("Mon Jan 2 15:04:05 2006") || len(v) > 64 {
 		return time.Time{}, false
 	}
@@ -206,6 +209,88 @@ func parseHTTPDate(v string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+var monthAbbrevs = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
+var dayAbbrevs = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+
+// parseIMFFixdate reads "Sun, 06 Nov 1994 08:49:37 GMT" (or "UTC"), the form
+// nearly every server sends, without time.Parse: every Date header and
+// every date reset goes through here. It accepts exactly what time.Parse
+// with http.TimeFormat accepts for these fixed-width fields, and reports
+// false for anything else, which parseHTTPDate then tries by layout.
+func parseIMFFixdate(v string) (time.Time, bool) {
+	if len(v) != len("Sun, 06 Nov 1994 08:49:37 GMT") || v[3] != ',' || v[4] != ' ' || v[7] != ' ' ||
+		v[11] != ' ' || v[16] != ' ' || v[19] != ':' || v[22] != ':' || v[25] != ' ' {
+		return time.Time{}, false
+	}
+	if zone := v[26:]; zone != "GMT" && zone != "UTC" {
+		return time.Time{}, false
+	}
+	num := func(s string) int {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return -1
+			}
+			n = n*10 + int(s[i]-'0')
+		}
+		return n
+	}
+	day, year, hour, minute, sec := num(v[5:7]), num(v[12:16]), num(v[17:19]), num(v[20:22]), num(v[23:25])
+	month := 0
+	for i, m := range monthAbbrevs {
+		if v[8:11] == m {
+			month = i + 1
+			break
+		}
+	}
+	if month == 0 || day < 1 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	if day > daysIn(month, year) { // 31 Feb and the like: time.Parse rejects them too
+		return time.Time{}, false
+	}
+	// time.Parse checks the weekday name's spelling, not its truth; so do we.
+	for _, d := range dayAbbrevs {
+		if v[:3] == d {
+			secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+			return time.Unix(secs, 0).UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the number of days from 1970-01-01 to the given
+// proleptic Gregorian date, for years 0 to 9999 (Howard Hinnant's
+// days_from_civil).
+func daysFromCivil(year, month, day int) int64 {
+	if month <= 2 {
+		year--
+	}
+	era := year / 400
+	if year < 0 {
+		era = (year - 399) / 400
+	}
+	yoe := year - era*400
+	mp := (month + 9) % 12 // March is 0
+	doy := (153*mp+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // parseDecimalDuration reads a non-negative decimal number of units

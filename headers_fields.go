@@ -2,6 +2,7 @@ package headway
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -132,19 +133,29 @@ type familyField struct {
 }
 
 // fieldSet holds the header fields ParseHeaders reads, found by one pass
-// over the header map with names compared without regard to case.
+// over the header map with names compared without regard to case. Family
+// headers are only noted; familyFields collects them when they are needed.
 type fieldSet struct {
-	vals   [numFields][]string
-	keys   [numFields]string // the map key each field was found under
-	fams   [maxFamilyFields]familyField
-	nFams  int
-	any    bool // some field was found
-	limits bool // some field that announces limits was found
+	vals     [numFields][]string
+	families bool // some header of a family was seen
+	any      bool // some field was found
+	limits   bool // some field that announces limits was found
 }
 
-// maxFamilyFields bounds the family headers read from one response: Anthropic
-// sends 18, OpenAI 6.
-const maxFamilyFields = 32
+// fieldsByLen indexes fieldByName by name length, so that a lookup compares
+// a few strings instead of hashing. It is never written after
+// initialisation.
+var fieldsByLen = func() (t [maxFieldName + 1][]fieldName) {
+	for name, f := range fieldByName {
+		t[len(name)] = append(t[len(name)], fieldName{name, f})
+	}
+	return t
+}()
+
+type fieldName struct {
+	name string
+	f    field
+}
 
 // maxFieldName bounds the names looked up; longer ones are none of ours.
 const maxFieldName = 64
@@ -160,56 +171,88 @@ func (f *fieldSet) read(h http.Header) {
 		default:
 			continue
 		}
-		lower := buf[:len(key)]
-		for i := 0; i < len(key); i++ {
-			c := key[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			lower[i] = c
-		}
-		if fl, ok := fieldByName[string(lower)]; ok {
-			f.add(fl, key, vs)
+		lower := lowerInto(buf[:0], key)
+		if fl, ok := lookupField(lower); ok {
+			f.add(h, fl, key, vs)
 			continue
 		}
-		f.addFamily(key, lower, vs[0])
+		if !f.families && familyOf(lower) >= 0 {
+			f.families, f.any, f.limits = true, true, true
+		}
 	}
 }
 
-func (f *fieldSet) add(fl field, key string, vs []string) {
+func lookupField(lower []byte) (field, bool) {
+	for _, fn := range fieldsByLen[len(lower)] {
+		if fn.name == string(lower) {
+			return fn.f, true
+		}
+	}
+	return 0, false
+}
+
+func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
 	f.any = true
 	if fl >= fRateLimit {
 		f.limits = true
 	}
 	if f.vals[fl] == nil {
-		f.vals[fl], f.keys[fl] = vs, key
+		f.vals[fl] = vs
 		return
 	}
-	// The same field under two spellings of its name: keep the lines of the
-	// key that sorts first first, so the result does not depend on map order.
-	merged := make([]string, 0, len(f.vals[fl])+len(vs))
-	if key < f.keys[fl] {
-		merged = append(append(merged, vs...), f.vals[fl]...)
-		f.keys[fl] = key
-	} else {
-		merged = append(append(merged, f.vals[fl]...), vs...)
+	// The same field under several spellings of its name (rare: net/http
+	// canonicalises what it reads). Take the lines of every spelling, in
+	// the order of the keys, so the result does not depend on map order.
+	var keys []string
+	for k := range h {
+		if strings.EqualFold(k, key) && len(h[k]) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var merged []string
+	for _, k := range keys {
+		merged = append(merged, h[k]...)
 	}
 	f.vals[fl] = merged
 }
 
-func (f *fieldSet) addFamily(key string, lower []byte, value string) {
-	for _, p := range familyPrefixes {
-		if len(lower) <= len(p.prefix) || string(lower[:len(p.prefix)]) != p.prefix {
+// familyOf returns the index in familyPrefixes of the family a lower-case
+// header name belongs to, or -1.
+func familyOf(lower []byte) int {
+	for i, p := range familyPrefixes {
+		if len(lower) > len(p.prefix) && string(lower[:len(p.prefix)]) == p.prefix {
+			return i
+		}
+	}
+	return -1
+}
+
+// familyFields collects the family headers of h, in a stable order (see
+// sortFamilies). Only responses that have some pay for this second pass.
+func familyFields(h http.Header) []familyField {
+	var (
+		out []familyField
+		buf [maxFieldName]byte
+	)
+	for key, vs := range h {
+		if len(key) > maxFieldName || len(vs) == 0 {
 			continue
 		}
-		ff := familyField{fam: p.fam, kind: p.kind, suffix: key[len(p.prefix):], value: value}
+		lower := lowerInto(buf[:0], key)
+		i := familyOf(lower)
+		if i < 0 {
+			continue
+		}
+		p := familyPrefixes[i]
+		ff := familyField{fam: p.fam, kind: p.kind, suffix: key[len(p.prefix):], value: vs[0]}
 		if p.fam == famAnthropic || p.fam == famAnthropicPriority {
 			// <unit>-<kind>: the kind is the last word.
-			i := strings.LastIndexByte(ff.suffix, '-')
-			if i <= 0 {
-				return
+			j := strings.LastIndexByte(ff.suffix, '-')
+			if j <= 0 {
+				continue
 			}
-			switch string(lower[len(p.prefix)+i+1:]) {
+			switch string(lower[len(p.prefix)+j+1:]) {
 			case "limit":
 				ff.kind = kindLimit
 			case "remaining":
@@ -217,18 +260,26 @@ func (f *fieldSet) addFamily(key string, lower []byte, value string) {
 			case "reset":
 				ff.kind = kindReset
 			default:
-				return
+				continue
 			}
-			ff.suffix = ff.suffix[:i]
+			ff.suffix = ff.suffix[:j]
 		}
-		if f.nFams == len(f.fams) {
-			return // more than any real response sends; the rest is ignored
-		}
-		f.fams[f.nFams] = ff
-		f.nFams++
-		f.any, f.limits = true, true
-		return
+		out = append(out, ff)
 	}
+	sortFamilies(out)
+	return out
+}
+
+// lowerInto appends the ASCII lower case of s to dst.
+func lowerInto(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // has reports whether the field is present.

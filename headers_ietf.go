@@ -1,6 +1,9 @@
 package headway
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // policyBuilder turns the fields of one response into policies, dialect by
 // dialect, in the order ParseHeaders documents.
@@ -14,12 +17,12 @@ type policyBuilder struct {
 	dialects DialectSet
 }
 
-func (b *policyBuilder) build(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 	b.ietf(f, clk)
 	b.jiraBeta(f, clk)
 	b.xRateLimit(f, clk)
 	b.xRateLimitHyphenated(f, clk)
-	b.families(f, clk)
+	b.families(h, f, clk)
 	b.shopify(f, clk)
 }
 
@@ -50,47 +53,52 @@ func (g *group) setMatched(i int) {
 	}
 }
 
-// announce adds the policies of a RateLimit-Policy field (or of the items
-// after the first in a -03 RateLimit-Limit). Named items are -08 policies
-// of the dialect named; numeric items are legacy quota policies, whose
-// dialect is set by the caller once it knows which draft it read. It
-// reports whether it saw named and numeric items.
-func (g *group) announce(items []sfItem, named Dialect) (sawNamed, sawNumeric bool) {
-	for i := range items {
-		it := &items[i]
-		var p Policy
-		switch it.val.kind {
-		case sfString:
-			p.Name, p.Dialect = it.val.str, named
-			sawNamed = true
-			if v, ok := it.param("q"); ok && v.kind == sfNumber {
-				p.Limit, p.HasLimit = countFromFloat(v.num)
-			}
-		case sfNumber:
-			p.Limit, p.HasLimit = countFromFloat(it.val.num)
-			sawNumeric = true
-			if v, ok := it.param("name"); ok && v.kind == sfString {
-				p.Name = v.str
-			}
-		default:
-			continue
+// announce adds the policy of one item of a RateLimit-Policy field (or of
+// the items after the first in a -03 RateLimit-Limit). A named item is a -08
+// policy of the dialect named; a numeric item is a legacy quota policy,
+// whose dialect is set by the caller once it knows which draft it read. It
+// reports which kind the item was.
+func (g *group) announce(it *sfItem, named Dialect) (isNamed, isNumeric bool) {
+	var p Policy
+	switch it.val.kind {
+	case sfString:
+		p.Name, p.Dialect = it.val.str, named
+		if v, ok := it.param(pQ); ok && v.kind == sfNumber {
+			p.Limit, p.HasLimit = countFromFloat(v.num)
 		}
-		p.Unit = UnitRequests
-		if v, ok := it.param("qu"); ok && v.kind == sfString && v.str != "" {
-			p.Unit = Unit(v.str)
+	case sfNumber:
+		p.Limit, p.HasLimit = countFromFloat(it.val.num)
+		if v, ok := it.param(pName); ok && v.kind == sfString {
+			p.Name = v.str
 		}
-		if v, ok := it.param("w"); ok && v.kind == sfNumber {
-			if w, ok := secondsFromFloat(v.num); ok {
-				p.Window = w
-			}
+	default:
+		return false, false
+	}
+	p.Unit = UnitRequests
+	if v, ok := it.param(pQU); ok && v.kind == sfString && v.str != "" {
+		p.Unit = Unit(v.str)
+	}
+	if v, ok := it.param(pW); ok && v.kind == sfNumber {
+		if w, ok := secondsFromFloat(v.num); ok {
+			p.Window = w
 		}
-		if v, ok := it.param("pk"); ok && (v.kind == sfBytes || v.kind == sfString) {
-			p.Partition = v.str
-		}
-		if p.Dialect == 0 && g.hasEqual(p) {
-			continue // the same quota listed in two legacy fields
-		}
+	}
+	if v, ok := it.param(pPK); ok && (v.kind == sfBytes || v.kind == sfString) {
+		p.Partition = v.str
+	}
+	if p.Dialect != 0 || !g.hasEqual(p) { // the same quota in two legacy fields counts once
 		g.b.add(p)
+	}
+	return p.Dialect != 0, p.Dialect == 0
+}
+
+// announceAll announces every item of a policy field.
+func (g *group) announceAll(lines []string, named Dialect) (sawNamed, sawNumeric bool) {
+	r := sfReader{lines: lines}
+	var it sfItem
+	for r.next(&it) {
+		n, num := g.announce(&it, named)
+		sawNamed, sawNumeric = sawNamed || n, sawNumeric || num
 	}
 	return sawNamed, sawNumeric
 }
@@ -182,7 +190,7 @@ func (b *policyBuilder) ietf(f *fieldSet, clk *resetClock) {
 		b.gitlab(f, clk)
 	} else if f.has(fRateLimitLimit) || f.has(fRateLimitRemaining) || f.has(fRateLimitReset) {
 		g := b.group()
-		_, numericPolicy := g.announce(parseSFList(f.lines(fRateLimitPolicy)), DialectIETFDraft08)
+		_, numericPolicy := g.announceAll(f.lines(fRateLimitPolicy), DialectIETFDraft08)
 		cur := b.legacyCurrent(f, clk, f.lines(fRateLimitLimit), fRateLimitRemaining, fRateLimitReset, &g)
 		g.currentLegacy(cur)
 		d := DialectIETFDraft03
@@ -215,7 +223,7 @@ func (g *group) hasNamed() bool {
 // and current (RateLimit). named is the dialect of the -08 form.
 func (b *policyBuilder) structured(f *fieldSet, clk *resetClock, policy, current []string, named Dialect) {
 	g := b.group()
-	sawNamed, sawNumeric := g.announce(parseSFList(policy), named)
+	sawNamed, sawNumeric := g.announceAll(policy, named)
 	if sawNamed {
 		b.dialects = b.dialects.With(named)
 	}
@@ -235,7 +243,9 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 	}
 	if isDictionary(current) {
 		cur := Policy{Unit: UnitRequests, Dialect: DialectIETFDraft07}
-		for _, m := range parseSFDict(current) {
+		r := sfReader{lines: current, dict: true}
+		var m sfItem
+		for r.next(&m) {
 			if m.val.kind != sfNumber {
 				continue
 			}
@@ -254,19 +264,21 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 		return
 	}
 	saw := false
-	for _, it := range parseSFList(current) {
+	r := sfReader{lines: current}
+	var it sfItem
+	for r.next(&it) {
 		if it.val.kind != sfString {
 			continue
 		}
 		saw = true
 		cur := Policy{Name: it.val.str, Unit: UnitRequests, Dialect: named}
-		if v, ok := it.param("r"); ok && v.kind == sfNumber {
+		if v, ok := it.param(pR); ok && v.kind == sfNumber {
 			cur.Remaining, cur.HasRemaining = countFromFloat(v.num)
 		}
-		if v, ok := it.param("t"); ok && v.kind == sfNumber {
+		if v, ok := it.param(pT); ok && v.kind == sfNumber {
 			cur.Reset, cur.HasReset = secondsFromFloat(v.num)
 		}
-		if v, ok := it.param("pk"); ok && (v.kind == sfBytes || v.kind == sfString) {
+		if v, ok := it.param(pPK); ok && (v.kind == sfBytes || v.kind == sfString) {
 			cur.Partition = v.str
 		}
 		g.currentNamed(cur)
@@ -301,23 +313,25 @@ func isDictionary(lines []string) bool {
 // are announced in g), a remaining and a reset field.
 func (b *policyBuilder) legacyCurrent(f *fieldSet, clk *resetClock, limit []string, remaining, reset field, g *group) Policy {
 	cur := Policy{Unit: UnitRequests}
-	if items := parseSFList(limit); len(items) > 0 {
-		first := items[0]
-		if first.val.kind == sfNumber {
-			cur.Limit, cur.HasLimit = countFromFloat(first.val.num)
+	r := sfReader{lines: limit}
+	var it sfItem
+	for n := 0; r.next(&it); n++ {
+		if n > 0 {
+			g.announce(&it, 0)
+			continue
 		}
-		if v, ok := first.param("w"); ok && v.kind == sfNumber {
+		if it.val.kind == sfNumber {
+			cur.Limit, cur.HasLimit = countFromFloat(it.val.num)
+		}
+		if v, ok := it.param(pW); ok && v.kind == sfNumber {
 			cur.Window, _ = secondsFromFloat(v.num)
 		}
-		if v, ok := first.param("name"); ok && v.kind == sfString {
+		if v, ok := it.param(pName); ok && v.kind == sfString {
 			cur.Name = v.str
 		}
-		if v, ok := first.param("qu"); ok && v.kind == sfString && v.str != "" {
+		if v, ok := it.param(pQU); ok && v.kind == sfString && v.str != "" {
 			cur.Unit = Unit(v.str)
 		}
-		g.announce(items[1:], 0)
-	} else if len(limit) > 0 {
-		cur.Limit, cur.HasLimit = parseCount(limit[0])
 	}
 	if v, ok := f.first(remaining); ok {
 		cur.Remaining, cur.HasRemaining = parseCount(v)

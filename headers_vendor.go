@@ -1,6 +1,7 @@
 package headway
 
 import (
+	"net/http"
 	"strings"
 	"time"
 )
@@ -191,12 +192,11 @@ func splitUnit(suffix string) (u Unit, window time.Duration, known bool, rank in
 
 // families reads the headers whose names end in a unit, scope or endpoint:
 // OpenAI-style, Anthropic, Azure and Zendesk.
-func (b *policyBuilder) families(f *fieldSet, clk *resetClock) {
-	fams := f.fams[:f.nFams]
-	if len(fams) == 0 {
+func (b *policyBuilder) families(h http.Header, f *fieldSet, clk *resetClock) {
+	if !f.families {
 		return
 	}
-	sortFamilies(fams)
+	fams := familyFields(h)
 	for i := 0; i < len(fams); {
 		j := i + 1
 		for j < len(fams) && fams[j].fam == fams[i].fam && strings.EqualFold(fams[j].suffix, fams[i].suffix) {
