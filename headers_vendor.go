@@ -25,7 +25,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		d = DialectReddit
 	case f.has(fEnvoyRateLimited) || strings.ContainsAny(limit, ",;"):
 		d = DialectEnvoy
-	case f.has(fXRLNearLimit) || f.has(fRateLimitReason):
+	case f.has(fXRLNearLimit) || f.has(fRateLimitReason) || f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy):
 		d = DialectJira
 	default:
 		d = DialectXRateLimit
