@@ -86,6 +86,9 @@ func (g *group) announce(it *sfItem, named Dialect) (isNamed, isNumeric bool) {
 	if v, ok := it.param(pPK); ok && (v.kind == sfBytes || v.kind == sfString) {
 		p.Partition = v.str
 	}
+	if !p.HasLimit && p.Window == 0 {
+		return false, false // a policy without a quota (q is required) says nothing
+	}
 	if p.Dialect != 0 || !g.hasEqual(p) { // the same quota in two legacy fields counts once
 		g.b.add(p)
 	}
@@ -281,7 +284,9 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 		if v, ok := it.param(pPK); ok && (v.kind == sfBytes || v.kind == sfString) {
 			cur.Partition = v.str
 		}
-		g.currentNamed(cur)
+		if cur.HasRemaining || cur.HasReset { // r is required; an item without says nothing
+			g.currentNamed(cur)
+		}
 	}
 	if saw {
 		b.dialects = b.dialects.With(named)

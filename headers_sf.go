@@ -468,7 +468,7 @@ func lenientItems(line string, dict bool) []sfItem {
 		var item sfItem
 		if dict {
 			k, v, ok := strings.Cut(parts[0], "=")
-			item.key = strings.ToLower(strings.Trim(k, " \t"))
+			item.key = strings.ToLower(strings.TrimSpace(k))
 			if item.key == "" {
 				continue
 			}
@@ -482,7 +482,7 @@ func lenientItems(line string, dict bool) []sfItem {
 		params := 0
 		for _, p := range parts[1:] {
 			k, v, hasValue := strings.Cut(p, "=")
-			k = strings.ToLower(strings.Trim(k, " \t"))
+			k = strings.ToLower(strings.TrimSpace(k))
 			if k == "" {
 				continue
 			}
@@ -520,9 +520,9 @@ func splitUnquoted(s string, sep byte) []string {
 }
 
 // lenientValue reads a bare value: a quoted string, a byte sequence, a
-// boolean, a number, or else a token (any other text, trimmed).
+// boolean, a number or a token; anything else is absent.
 func lenientValue(s string) sfValue {
-	s = strings.Trim(s, " \t")
+	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
 		return sfValue{}
@@ -548,6 +548,13 @@ func lenientValue(s string) sfValue {
 			return sfValue{}
 		}
 		return sfValue{kind: sfNumber, num: f}
+	case s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '*':
+		for i := 1; i < len(s); i++ {
+			if !isTokenChar(s[i]) {
+				return sfValue{}
+			}
+		}
+		return sfValue{kind: sfString, str: s}
 	}
-	return sfValue{kind: sfString, str: s}
+	return sfValue{}
 }

@@ -318,7 +318,14 @@ func familyLess(a, b *familyField) bool {
 	if c := compareFold(a.suffix, b.suffix); c != 0 {
 		return c < 0
 	}
-	return a.kind < b.kind
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	// The same header under two spellings: order by spelling, then value.
+	if a.suffix != b.suffix {
+		return a.suffix < b.suffix
+	}
+	return a.value < b.value
 }
 
 // compareFold compares ASCII strings ignoring case.

@@ -1,0 +1,454 @@
+package headway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/stretchr/testify/require"
+)
+
+// The golden captures in testdata/dialects cover each dialect end to end
+// (headers_golden_test.go); the tests here pin the rules underneath.
+
+func TestParseResetRule(t *testing.T) {
+	date := "Wed, 25 Nov 2026 21:00:00 GMT" // Unix 1795640400
+	received := hdrNow.Add(-time.Hour)      // a client clock an hour slow
+	tests := []struct {
+		value string
+		f     resetFormat
+		want  time.Duration
+		ok    bool
+	}{
+		// The rule: >= 1e12 epoch ms, >= 1e9 epoch s, else delta seconds.
+		{"30", resetAuto, 30 * time.Second, true},
+		{"0", resetAuto, 0, true},
+		{"1.5", resetAuto, 1500 * time.Millisecond, true},
+		{"999999999", resetAuto, 999999999 * time.Second, true}, // the largest delay
+		{"1795640430", resetAuto, 30 * time.Second, true},       // epoch seconds, against Date
+		{"1795640430.25", resetAuto, 30250 * time.Millisecond, true},
+		{"1795640430250", resetAuto, 30250 * time.Millisecond, true}, // epoch milliseconds
+		{"001795640430", resetAuto, 30 * time.Second, true},          // leading zeros do not count
+		{"1795640000", resetAuto, 0, true},                           // in the past
+		{"99999999999", resetAuto, MaxServerWait, true},              // the year 5138
+		{"99999999999999999999999999", resetAuto, MaxServerWait, true},
+		// Strings by layout.
+		{"Wed, 25 Nov 2026 21:00:42 GMT", resetAuto, 42 * time.Second, true},
+		{"Wed, 25 Nov 2026 21:00:42 UTC", resetAuto, 42 * time.Second, true}, // go-limiter
+		{"2026-11-25T21:05Z", resetAuto, 5 * time.Minute, true},              // Jira
+		{"2026-11-25T21:00:07Z", resetAuto, 7 * time.Second, true},           // Anthropic
+		{"2026-11-25T22:00:07+01:00", resetAuto, 7 * time.Second, true},
+		{"2026-11-25T21:00:07.5Z", resetAuto, 7500 * time.Millisecond, true},
+		{"2026-11-24T21:00:07Z", resetAuto, 0, true},
+		{"6m0s", resetAuto, 6 * time.Minute, true}, // OpenAI
+		{"20ms", resetAuto, 20 * time.Millisecond, true},
+		{"2m59.56s", resetAuto, 2*time.Minute + 59560*time.Millisecond, true},
+		{"9999999999h", resetAuto, MaxServerWait, true},
+		// Garbage.
+		{"", resetAuto, 0, false},
+		{"-5", resetAuto, 0, false},
+		{"+5", resetAuto, 0, false},
+		{"5s5", resetAuto, 0, false},
+		{"1e9", resetAuto, 0, false},
+		{"soon", resetAuto, 0, false},
+		{"2026-13-45T99:00Z", resetAuto, 0, false},
+		{"1.", resetAuto, 0, false},
+		// Each dialect's documented format wins.
+		{"1795640430", resetDelta, 1795640430 * time.Second, true},
+		{"17956404300", resetDelta, MaxServerWait, true},
+		{"30", resetEpoch, 0, true}, // 1970: long past
+		{"1795640430.5", resetEpoch, 30500 * time.Millisecond, true},
+		{"1.5", resetDelta, 1500 * time.Millisecond, true},
+		{"1s", resetGoDuration, time.Second, true},
+		{"1", resetGoDuration, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%q/%d", tt.value, tt.f), func(t *testing.T) {
+			c := resetClock{date: date, received: received}
+			got, ok := parseReset(tt.value, tt.f, &c)
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestResetsAgainstDate: absolute resets are measured against the Date
+// header, so a capture from years ago (or a client clock that is off) gives
+// the wait the server meant; without Date, against the receive time.
+func TestResetsAgainstDate(t *testing.T) {
+	h := http.Header{
+		"X-Ratelimit-Limit":     {"60"},
+		"X-Ratelimit-Remaining": {"0"},
+		"X-Ratelimit-Reset":     {"1234567920"}, // Date + 30 s
+		"Date":                  {"Fri, 13 Feb 2009 23:31:30 GMT"},
+	}
+	obs := ParseHeaders(h, 429, hdrNow) // received 17 years after Date
+	require.Len(t, obs.Policies, 1)
+	require.Equal(t, 30*time.Second, obs.Policies[0].Reset)
+
+	h.Del("Date")
+	obs = ParseHeaders(h, 429, time.Unix(1234567900, 0))
+	require.Equal(t, 20*time.Second, obs.Policies[0].Reset)
+
+	h.Set("Date", "not a date") // an invalid Date falls back to the receive time
+	obs = ParseHeaders(h, 429, time.Unix(1234567910, 0))
+	require.Equal(t, 10*time.Second, obs.Policies[0].Reset)
+}
+
+func TestParseCount(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"42", 42, true}, {" 42\t", 42, true},
+		{"598.0", 598, true}, {"423.7", 423, true}, // Reddit: rounded down
+		{"9007199254740993", maxCount, true}, {"99999999999999999999999", maxCount, true},
+		{"-1", 0, false}, {"+1", 0, false}, {"", 0, false}, {"1e3", 0, false}, {"1,000", 0, false}, {".5", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseCount(tt.in)
+		require.Equal(t, tt.ok, ok, tt.in)
+		require.Equal(t, tt.want, got, tt.in)
+	}
+}
+
+func TestIsDictionary(t *testing.T) {
+	for v, want := range map[string]bool{
+		`limit=100, remaining=50, reset=5`: true,
+		`limit = 100`:                      true,
+		` remaining=5`:                     true,
+		`"burst";r=5;t=2`:                  false,
+		`burst;r=5`:                        false,
+		`default`:                          false,
+		`100;w=60`:                         false,
+		``:                                 false,
+		`=5`:                               false,
+	} {
+		require.Equal(t, want, isDictionary([]string{v}), v)
+	}
+	require.False(t, isDictionary(nil))
+}
+
+// TestParseHeadersAnyCaseDialects: dialects are recognised by name, never by
+// letter case, so HTTP/2's lower-case names and odd spellings read alike.
+func TestParseHeadersAnyCaseDialects(t *testing.T) {
+	canonical := http.Header{}
+	for k, v := range map[string]string{
+		"RateLimit-Policy":                            `"burst";q=100;w=60`,
+		"RateLimit":                                   `"burst";r=10;t=5`,
+		"X-RateLimit-Limit":                           "5000",
+		"X-RateLimit-Remaining":                       "4999",
+		"X-RateLimit-Resource":                        "core",
+		"X-RateLimit-Reset":                           "1795640460",
+		"X-Ratelimit-Limit-Tokens":                    "1000",
+		"Anthropic-Ratelimit-Tokens-Limit":            "7",
+		"X-Ms-Ratelimit-Remaining-Subscription-Reads": "11999",
+		"Date": "Wed, 25 Nov 2026 21:00:00 GMT",
+	} {
+		canonical.Set(k, v)
+	}
+	want := ParseHeaders(canonical, 200, hdrNow)
+	require.Len(t, want.Policies, 5)
+	for name, spell := range map[string]func(string) string{
+		"lower": strings.ToLower,
+		"upper": strings.ToUpper,
+		"mixed": func(s string) string {
+			b := []byte(strings.ToLower(s))
+			for i := 0; i < len(b); i += 2 {
+				if b[i] >= 'a' && b[i] <= 'z' {
+					b[i] -= 'a' - 'A'
+				}
+			}
+			return string(b)
+		},
+	} {
+		h := http.Header{}
+		for k, v := range canonical {
+			h[spell(k)] = v
+		}
+		require.Equal(t, want, ParseHeaders(h, 200, hdrNow), name)
+	}
+}
+
+// TestParseHeadersOrderIsStable: the header map's iteration order is random;
+// the policies must not be.
+func TestParseHeadersOrderIsStable(t *testing.T) {
+	h := http.Header{}
+	for _, unit := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
+		for _, kind := range []string{"limit", "remaining", "reset"} {
+			h.Set("anthropic-ratelimit-"+unit+"-"+kind, "5")
+		}
+	}
+	for _, s := range []string{"requests", "tokens", "requests-day", "tokens-minute", "images"} {
+		h.Set("x-ratelimit-limit-"+s, "9")
+	}
+	for _, s := range []string{"subscription-reads", "subscription-writes", "tenant-reads"} {
+		h.Set("x-ms-ratelimit-remaining-"+s, "3")
+	}
+	h.Set("zendesk-ratelimit-tickets-index", "total=100; remaining=99; resets=41")
+	h.Set("zendesk-ratelimit-search-index", "total=10; remaining=9; resets=4")
+	first := ParseHeaders(h, 200, hdrNow)
+	require.Len(t, first.Policies, 4+5+3+2)
+	var units []string
+	for _, p := range first.Policies[:9] {
+		units = append(units, fmt.Sprintf("%s/%s/%v", p.Unit, p.Name, p.Window))
+	}
+	require.Equal(t, []string{
+		"requests//0s", "requests//24h0m0s", "tokens//0s", "tokens//1m0s", "requests/images/0s", // OpenAI
+		"requests//0s", "tokens//0s", "input-tokens//0s", "output-tokens//0s", // Anthropic
+	}, units)
+	for range 50 {
+		require.Equal(t, first, ParseHeaders(h, 200, hdrNow))
+	}
+}
+
+// TestLegacyAndIETFMerge: express-rate-limit sends its legacy X-RateLimit-*
+// beside the draft fields; the same quota is listed once.
+func TestLegacyAndIETFMerge(t *testing.T) {
+	h := http.Header{
+		"Ratelimit-Policy":      {"50;w=60"},
+		"Ratelimit":             {"limit=50, remaining=49, reset=60"},
+		"X-Ratelimit-Limit":     {"50"},
+		"X-Ratelimit-Remaining": {"49"},
+		"X-Ratelimit-Reset":     {"1795640460"},
+		"Date":                  {"Wed, 25 Nov 2026 21:00:00 GMT"},
+	}
+	obs := ParseHeaders(h, 200, hdrNow)
+	require.Equal(t, []Policy{{
+		Unit: UnitRequests, Limit: 50, HasLimit: true, Remaining: 49, HasRemaining: true,
+		Window: time.Minute, Reset: time.Minute, HasReset: true, Dialect: DialectIETFDraft07,
+	}}, obs.Policies)
+	require.Equal(t, "ietf-draft-07,x-ratelimit", obs.Dialects.String())
+
+	// A different quota is a different policy.
+	h.Set("X-Ratelimit-Limit", "1000")
+	require.Len(t, ParseHeaders(h, 200, hdrNow).Policies, 2)
+}
+
+// TestStructuredFieldsLenient: what deployed servers send that RFC 9651
+// rejects is still read.
+func TestStructuredFieldsLenient(t *testing.T) {
+	tests := []struct {
+		name, policy, current string
+		want                  []Policy
+	}{
+		{"express spacing", `"burst"; q=3; w=2; pk=:YTRkMjY4NjgwMTdj:`, `"burst"; r=2; t=2`, []Policy{{
+			Name: "burst", Unit: UnitRequests, Limit: 3, HasLimit: true, Remaining: 2, HasRemaining: true,
+			Window: 2 * time.Second, Reset: 2 * time.Second, HasReset: true, Partition: "a4d26868017c", Dialect: DialectIETFDraft08,
+		}}},
+		{"space before semicolon, upper-case keys, trailing comma", `"burst" ; Q=3 ; W=2,`, `"burst" ;R=1; T = 2 ,`, []Policy{{
+			Name: "burst", Unit: UnitRequests, Limit: 3, HasLimit: true, Remaining: 1, HasRemaining: true,
+			Window: 2 * time.Second, Reset: 2 * time.Second, HasReset: true, Dialect: DialectIETFDraft08,
+		}}},
+		{"token names and unit", `default;q=10;w=1;qu="content-bytes"`, `default;r=0;t=1`, []Policy{{
+			Name: "default", Unit: UnitContentBytes, Limit: 10, HasLimit: true, Remaining: 0, HasRemaining: true,
+			Window: time.Second, Reset: time.Second, HasReset: true, Dialect: DialectIETFDraft08,
+		}}},
+		{"escaped name goes through httpsfv", `"a\"b";q=5`, `"a\"b";r=4`, []Policy{{
+			Name: `a"b`, Unit: UnitRequests, Limit: 5, HasLimit: true, Remaining: 4, HasRemaining: true, Dialect: DialectIETFDraft08,
+		}}},
+		{"negative and fractional values", `"x";q=-5;w=0.5`, `"x";r=-1;t=2.5`, []Policy{{
+			Name: "x", Unit: UnitRequests, Window: 500 * time.Millisecond, Reset: 2500 * time.Millisecond, HasReset: true, Dialect: DialectIETFDraft08,
+		}}},
+		{"unknown parameters ignored", `"x";q=5;foo=?1;bar="baz"`, `"x";r=1;zz=:AAAA:`, []Policy{{
+			Name: "x", Unit: UnitRequests, Limit: 5, HasLimit: true, Remaining: 1, HasRemaining: true, Dialect: DialectIETFDraft08,
+		}}},
+		{"stray line ends", "\"a\";q=5\r\n", `"a";r=1`, []Policy{{
+			Name: "a", Unit: UnitRequests, Limit: 5, HasLimit: true, Remaining: 1, HasRemaining: true, Dialect: DialectIETFDraft08,
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := ParseHeaders(http.Header{"Ratelimit-Policy": {tt.policy}, "Ratelimit": {tt.current}}, 200, hdrNow)
+			require.Equal(t, tt.want, obs.Policies)
+		})
+	}
+
+	// One bad field line does not hide the others.
+	obs := ParseHeaders(http.Header{
+		"Ratelimit-Policy": {`"a";q=5`, `((((`, `"b";q=7;w=1`},
+		"Ratelimit":        {`"b";r=6`},
+	}, 200, hdrNow)
+	require.Len(t, obs.Policies, 2)
+	require.Equal(t, "a", obs.Policies[0].Name)
+	require.Equal(t, int64(6), obs.Policies[1].Remaining)
+}
+
+// TestParseHeadersPolicyAllocations guards the cost of a typical rate-limited
+// response: one allocation, for the policies.
+func TestParseHeadersPolicyAllocations(t *testing.T) {
+	h := http.Header{
+		"Date":                  {hdrDate},
+		"Ratelimit-Policy":      {`"default";q=100;w=60`},
+		"Ratelimit":             {`"default";r=0;t=30`},
+		"X-Ratelimit-Limit":     {"100"},
+		"X-Ratelimit-Remaining": {"0"},
+		"X-Ratelimit-Reset":     {"1795641630"},
+		"Retry-After":           {"30"},
+	}
+	require.Len(t, ParseHeaders(h, 429, hdrNow).Policies, 1)
+	require.LessOrEqual(t, testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, hdrNow) }), 1.0)
+}
+
+// FuzzStructuredFields checks the fast scanner against httpsfv: a line both
+// accept gives the same members; a line the fast scanner calls invalid,
+// httpsfv rejects too.
+func FuzzStructuredFields(f *testing.F) {
+	for _, s := range []string{
+		`"burst";q=100;w=60, "daily";q=1000;w=86400`, `"default";r=50;t=30`, `"burst"; r=2; t=2`,
+		`limit=100, remaining=50, reset=5`, `10, 10;w=1, 50;w=60`, `"a";pk=:YTRkMjY4NjgwMTdj:;qu="tokens"`,
+		`a;q=1.5;w=-3`, `*tok/en:x;name=?1`, `"x" ;q=1`, `1234567890123456`, `1.2345`, `"a\"b"`, `(1 2);q=3`,
+		`a=1;b, c=?0`, `d=@1659578233`, `e=%"x"`, `"unterminated`, `a,`, ` x`, "\tx", `x  ,  y`,
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, line string, dict bool) {
+		sc := sfScanner{s: line, dict: dict}
+		err := sc.validate()
+		if errors.Is(err, errSFUnsupported) {
+			return
+		}
+		var ref []sfItem
+		if dict {
+			d, derr := httpsfv.UnmarshalDictionary([]string{line})
+			if err != nil {
+				if derr == nil && d != nil && len(d.Names()) > 0 {
+					t.Fatalf("fast scanner rejects %q (%v), httpsfv accepts it", line, err)
+				}
+				return
+			}
+			if derr != nil {
+				t.Fatalf("fast scanner accepts %q, httpsfv rejects it: %v", line, derr)
+			}
+			for _, k := range d.Names() {
+				m, _ := d.Get(k)
+				if it, ok := m.(httpsfv.Item); ok {
+					item := sfItemOf(it)
+					item.key = k
+					ref = append(ref, item)
+				}
+			}
+		} else {
+			l, lerr := httpsfv.UnmarshalList([]string{line})
+			if err != nil {
+				if lerr == nil {
+					t.Fatalf("fast scanner rejects %q (%v), httpsfv accepts it", line, err)
+				}
+				return
+			}
+			if lerr != nil {
+				t.Fatalf("fast scanner accepts %q, httpsfv rejects it: %v", line, lerr)
+			}
+			for _, m := range l {
+				if it, ok := m.(httpsfv.Item); ok {
+					ref = append(ref, sfItemOf(it))
+				}
+			}
+		}
+		var got []sfItem
+		r := sfReader{lines: []string{line}, dict: dict}
+		var it sfItem
+		for r.next(&it) {
+			got = append(got, it)
+		}
+		if dict {
+			got = lastOfEachKey(got) // a dictionary keeps the last value of a repeated key
+		}
+		if !reflect.DeepEqual(ref, got) {
+			t.Fatalf("%q:\nhttpsfv %+v\nfast    %+v", line, ref, got)
+		}
+	})
+}
+
+// lastOfEachKey keeps the last value of each key at its first position, as
+// an ordered map does.
+func lastOfEachKey(items []sfItem) []sfItem {
+	var out []sfItem
+	index := map[string]int{}
+	for _, it := range items {
+		if i, ok := index[it.key]; ok {
+			out[i] = it
+			continue
+		}
+		index[it.key] = len(out)
+		out = append(out, it)
+	}
+	return out
+}
+
+// fuzzFieldNames are the header names FuzzPolicies draws from.
+var fuzzFieldNames = func() []string {
+	names := []string{
+		"x-ratelimit-limit-requests", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-requests",
+		"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-reset", "anthropic-priority-input-tokens-remaining",
+		"x-ms-ratelimit-remaining-resource", "x-ms-ratelimit-remaining-subscription-reads", "zendesk-ratelimit-tickets-index",
+	}
+	for _, fn := range fieldsByLen {
+		for _, n := range fn {
+			names = append(names, n.name)
+		}
+	}
+	return names
+}()
+
+// FuzzPolicies: whatever the headers, ParseHeaders never panics, never
+// returns a negative or unbounded duration or count, keeps its own
+// invariants, and gives the same result for the same input.
+func FuzzPolicies(f *testing.F) {
+	f.Add(uint8(0), `"burst";q=100;w=60`, uint8(1), `"burst";r=0;t=30`, uint8(2), "1795641630", hdrDate)
+	f.Add(uint8(10), `10, 10;w=1, 50;w=60`, uint8(11), "-3", uint8(12), "99999999999999", "")
+	f.Add(uint8(3), "6m0s", uint8(4), "2026-11-25T21:05Z", uint8(5), "32/40", "Sat, 01 Jan 0000 00:00:00 GMT")
+	f.Add(uint8(6), "Microsoft.Compute/A;5,B;x", uint8(8), "total=1; remaining=-1; resets=1e9", uint8(7), "598.7", "junk")
+	f.Fuzz(func(t *testing.T, i1 uint8, v1 string, i2 uint8, v2 string, i3 uint8, v3, date string) {
+		h := http.Header{}
+		for _, kv := range []struct {
+			i uint8
+			v string
+		}{{i1, v1}, {i2, v2}, {i3, v3}} {
+			name := fuzzFieldNames[int(kv.i)%len(fuzzFieldNames)]
+			if kv.i >= 128 {
+				name = strings.ToUpper(name)
+			}
+			h[name] = append(h[name], kv.v)
+		}
+		if date != "" {
+			h["Date"] = []string{date}
+		}
+		before := h.Clone()
+		obs := ParseHeaders(h, 429, hdrNow)
+		if !reflect.DeepEqual(obs, ParseHeaders(h, 429, hdrNow)) {
+			t.Fatal("two parses of the same headers differ")
+		}
+		if !equalHeaders(before, h) {
+			t.Fatal("ParseHeaders mutated the header")
+		}
+		if obs.RetryAfter < 0 || obs.RetryAfter > MaxServerWait {
+			t.Fatalf("RetryAfter %v", obs.RetryAfter)
+		}
+		for _, p := range obs.Policies {
+			switch {
+			case p.Limit < 0 || p.Limit > maxCount || !p.HasLimit && p.Limit != 0:
+				t.Fatalf("limit %+v", p)
+			case p.Remaining < 0 || p.Remaining > maxCount || !p.HasRemaining && p.Remaining != 0:
+				t.Fatalf("remaining %+v", p)
+			case p.Reset < 0 || p.Reset > MaxServerWait || !p.HasReset && p.Reset != 0:
+				t.Fatalf("reset %+v", p)
+			case p.Window < 0 || p.Window > MaxServerWait:
+				t.Fatalf("window %+v", p)
+			case p.Unit == "":
+				t.Fatalf("no unit %+v", p)
+			case !obs.Dialects.Has(p.Dialect):
+				t.Fatalf("policy of dialect %v not in %v", p.Dialect, obs.Dialects)
+			case !p.HasLimit && !p.HasRemaining && !p.HasReset && p.Window == 0:
+				t.Fatalf("empty policy %+v", p)
+			}
+		}
+	})
+}
