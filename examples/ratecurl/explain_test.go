@@ -221,9 +221,6 @@ func TestExplainNoHead(t *testing.T) {
 // TestExplainTextOnly: text without a status line or a header line is no
 // response head.
 func TestExplainTextOnly(t *testing.T) {
-	t.Skip("BUG: explain.ReadHead returns no error for an input of lines without a colon, " +
-		"so `echo hello | ratecurl -explain` exits 0 and prints an empty report " +
-		"({\"status\":null,...}) instead of failing with ErrNoHead")
 	out := runCLI(t, "hello world\n", "-explain")
 	require.Equal(t, exitFailed, out.code)
 	require.Empty(t, out.stdout)

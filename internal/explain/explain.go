@@ -112,11 +112,14 @@ var ErrNoHead = errors.New("no response head in the input")
 // Requests", "HTTP/2 429") and header lines, ended by a blank line or the
 // end of the input, with CRLF or LF line ends. It is lenient, as a tool fed
 // with pasted text should be:
-//   - leading blank lines are skipped, and so are curl -v's "< " prefixes;
+//   - leading blank lines are skipped, and so are curl -v's "< " prefixes
+//     and the lines of its transcript that are not the response's ("> ",
+//     "* ");
 //   - a 1xx head followed by another head (curl -i) gives the last one;
 //   - an HTTP/2 ":status" pseudo-header sets the status;
-//   - a line without a colon is ignored, a line starting with a space or tab
-//     continues the previous value (obsolete folding);
+//   - a line that is not "name: value" with a token for a name is ignored,
+//     a line starting with a space or tab continues the previous value
+//     (obsolete folding);
 //   - the input may hold headers only, with no status line.
 //
 // Anything after the blank line that ends the head (a body) is not read.
@@ -134,6 +137,9 @@ func ReadHead(r io.Reader) (Head, error) {
 		}
 		eof := err != nil
 		line = strings.TrimRight(line, "\r\n")
+		if isCurlNoise(line) {
+			line = "x" // neither blank nor a header: ignored below
+		}
 		line = strings.TrimPrefix(line, "< ")
 		switch {
 		case strings.TrimSpace(line) == "":
@@ -150,22 +156,22 @@ func ReadHead(r io.Reader) (Head, error) {
 			vs := h.Header[last]
 			vs[len(vs)-1] = strings.TrimSpace(vs[len(vs)-1] + " " + strings.TrimSpace(line))
 		default:
-			started = true
 			name, value, ok := strings.Cut(line, ":")
 			if strings.HasPrefix(line, ":") { // ":status: 429"
 				name, value, ok = strings.Cut(line[1:], ":")
 				if ok && strings.EqualFold(strings.TrimSpace(name), "status") {
 					if code, err := strconv.Atoi(strings.TrimSpace(value)); err == nil && code >= 100 && code <= 999 {
-						h.Status, h.HasStatus = code, true
+						h.Status, h.HasStatus, started = code, true, true
 					}
 				}
-				continue
+				break
 			}
 			name = strings.TrimSpace(name)
-			if !ok || name == "" || strings.ContainsAny(name, " \t") {
-				last = ""
-				continue
+			if !ok || !isToken(name) {
+				last = "" // not a header line: ignored
+				break
 			}
+			started = true
 			last = textproto.CanonicalMIMEHeaderKey(name)
 			h.Header[last] = append(h.Header[last], strings.Trim(value, " \t"))
 		}
@@ -176,6 +182,34 @@ func ReadHead(r io.Reader) (Head, error) {
 			return h, nil
 		}
 	}
+}
+
+// isCurlNoise reports whether a line of a curl -v transcript is not part of
+// the response head: request lines ("> GET / HTTP/1.1", "> Host: ..."),
+// informational lines ("* Connected to ...") and data markers ("{ [5 bytes").
+func isCurlNoise(line string) bool {
+	switch {
+	case line == ">" || line == "*" || line == "{" || line == "}":
+		return true
+	case len(line) >= 2 && line[1] == ' ':
+		return strings.IndexByte(">*{}", line[0]) >= 0
+	}
+	return false
+}
+
+// isToken reports whether s is an RFC 9110 token, as header names are.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func isStatusLine(line string) bool {
