@@ -78,6 +78,9 @@ type RateLimitError struct {
 	// RetryAfter is the server's last Retry-After, valid when HasRetryAfter.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// Policies are the quotas the last response announced (see
+	// Observation.Policies); Policy.Exhausted tells which ones ran out.
+	Policies []Policy
 	// Attempts is how many attempts were made; Waited is the total time
 	// spent waiting between them. StatusCode and Attempts are 0 when the
 	// pacing layer refused to send the request at all, because an earlier
@@ -124,6 +127,12 @@ func (e *RateLimitError) Error() string {
 	}
 	if e.HasRetryAfter {
 		fmt.Fprintf(&b, ", server asked to wait %v", e.RetryAfter)
+	}
+	for _, p := range e.Policies {
+		if p.Exhausted() {
+			fmt.Fprintf(&b, "; quota exhausted: %v", p)
+			break
+		}
 	}
 	b.WriteString("; gave up: ")
 	b.WriteString(e.Reason.String())

@@ -62,3 +62,58 @@ func ExampleParseRetryAfter() {
 	// "99999999999"                       876000h0m0s true
 	// "-1"                                0s false
 }
+
+func ExampleParseHeaders_policies() {
+	// A 429 from a server speaking the IETF draft (-08 and later) and the
+	// legacy X-RateLimit-* at once. The capture is years old; its resets
+	// are measured against its Date, not against today.
+	h := http.Header{
+		"Date":                  {"Sun, 01 Mar 2009 10:00:00 GMT"},
+		"Ratelimit-Policy":      {`"burst";q=100;w=60, "daily";q=1000;w=86400`},
+		"Ratelimit":             {`"burst";r=0;t=30, "daily";r=905;t=50000`},
+		"X-Ratelimit-Limit":     {"100"},
+		"X-Ratelimit-Remaining": {"0"},
+		"X-Ratelimit-Reset":     {"1235901630"}, // Unix time: Date + 30 s
+		"Retry-After":           {"30"},
+	}
+	obs := headway.ParseHeaders(h, http.StatusTooManyRequests, time.Now())
+	fmt.Println(obs.Dialects, obs.RetryAfter)
+	for _, p := range obs.Policies { // X-RateLimit-* repeats "burst": listed once
+		fmt.Println(p, p.Exhausted())
+	}
+	// Output:
+	// ietf-draft-08,x-ratelimit 30s
+	// "burst" 0 of 100 requests left per 1m0s, resets in 30s true
+	// "daily" 905 of 1000 requests left per 24h0m0s, resets in 13h53m20s false
+}
+
+func ExampleParseHeaders_vendors() {
+	received := time.Date(2041, time.March, 14, 9, 26, 53, 0, time.UTC)
+	for _, h := range []http.Header{
+		{ // OpenAI: one policy per unit, resets as Go durations.
+			"X-Ratelimit-Limit-Requests":     {"5000"},
+			"X-Ratelimit-Remaining-Requests": {"4999"},
+			"X-Ratelimit-Reset-Requests":     {"12ms"},
+			"X-Ratelimit-Limit-Tokens":       {"800000"},
+			"X-Ratelimit-Remaining-Tokens":   {"799000"},
+			"X-Ratelimit-Reset-Tokens":       {"75ms"},
+		},
+		{ // GitHub: the resource names the policy; the reset is a Unix time.
+			"X-Ratelimit-Limit":     {"5000"},
+			"X-Ratelimit-Remaining": {"0"},
+			"X-Ratelimit-Used":      {"5000"},
+			"X-Ratelimit-Resource":  {"core"},
+			"X-Ratelimit-Reset":     {"2246866613"}, // received + 10 min
+		},
+		{ // Shopify: "used/limit".
+			"X-Shopify-Shop-Api-Call-Limit": {"39/40"},
+		},
+	} {
+		obs := headway.ParseHeaders(h, http.StatusOK, received)
+		fmt.Println(obs.Dialects, obs.Policies)
+	}
+	// Output:
+	// openai [4999 of 5000 requests left, resets in 12ms 799000 of 800000 tokens left, resets in 75ms]
+	// github ["core" 0 of 5000 requests left, resets in 10m0s]
+	// shopify [1 of 40 requests left]
+}

@@ -3,6 +3,7 @@ module github.com/headway-go/headway
 go 1.26.0
 
 require (
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/hashicorp/go-cleanhttp v0.5.2
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/jarcoal/httpmock v1.4.2
@@ -10,7 +11,4 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require (
-	github.com/dunglas/httpsfv v1.1.2 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
-)
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

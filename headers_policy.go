@@ -1,6 +1,7 @@
 package headway
 
 import (
+	"fmt"
 	"math/bits"
 	"strings"
 	"time"
@@ -46,6 +47,37 @@ type Policy struct {
 
 // Exhausted reports whether the policy is known to have nothing left.
 func (p Policy) Exhausted() bool { return p.HasRemaining && p.Remaining == 0 }
+
+// String describes the policy in a few words, leaving out what the server
+// did not say, for example `"burst" 0 of 100 requests left per 1m0s, resets
+// in 30s`.
+func (p Policy) String() string {
+	var b strings.Builder
+	if p.Name != "" {
+		fmt.Fprintf(&b, "%q ", p.Name)
+	}
+	unit := p.Unit
+	if unit == "" {
+		unit = UnitRequests
+	}
+	switch {
+	case p.HasRemaining && p.HasLimit:
+		fmt.Fprintf(&b, "%d of %d %s left", p.Remaining, p.Limit, unit)
+	case p.HasRemaining:
+		fmt.Fprintf(&b, "%d %s left", p.Remaining, unit)
+	case p.HasLimit:
+		fmt.Fprintf(&b, "limit %d %s", p.Limit, unit)
+	default:
+		fmt.Fprintf(&b, "%s", unit)
+	}
+	if p.Window > 0 {
+		fmt.Fprintf(&b, " per %v", p.Window)
+	}
+	if p.HasReset {
+		fmt.Fprintf(&b, ", resets in %v", p.Reset)
+	}
+	return b.String()
+}
 
 // Unit is what a quota counts.
 type Unit string

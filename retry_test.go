@@ -219,6 +219,34 @@ func TestMaxWaitOption(t *testing.T) {
 	require.Equal(t, []time.Duration{10 * time.Second}, h.clk.Sleeps())
 }
 
+// TestRateLimitErrorPolicies: the give-up carries the quotas of the last
+// response and names the one that ran out.
+func TestRateLimitErrorPolicies(t *testing.T) {
+	h := newHarness(t, []reply{{status: 429, hdr: []string{
+		"RateLimit-Policy", `"burst";q=100;w=60, "daily";q=1000;w=86400`,
+		"RateLimit", `"burst";r=0;t=3600, "daily";r=900;t=40000`,
+		"Retry-After", "3600",
+	}}})
+	_, err, _ := h.do(t, "GET", "")
+	var rle *RateLimitError
+	require.ErrorAs(t, err, &rle)
+	require.Len(t, rle.Policies, 2)
+	require.True(t, rle.Policies[0].Exhausted())
+	require.False(t, rle.Policies[1].Exhausted())
+	require.Contains(t, rle.Error(), `; quota exhausted: "burst" 0 of 100 requests left per 1m0s, resets in 1h0m0s; gave up`)
+}
+
+func TestPolicyString(t *testing.T) {
+	for want, p := range map[string]Policy{
+		`"burst" 0 of 100 requests left per 1m0s, resets in 30s`: {Name: "burst", Unit: UnitRequests, Limit: 100, HasLimit: true, HasRemaining: true, Window: time.Minute, Reset: 30 * time.Second, HasReset: true},
+		`5 tokens left`:          {Unit: UnitTokens, Remaining: 5, HasRemaining: true},
+		`limit 7 requests`:       {Limit: 7, HasLimit: true},
+		`requests, resets in 0s`: {HasReset: true},
+	} {
+		require.Equal(t, want, p.String())
+	}
+}
+
 func TestWaitPastDeadlineFailsFast(t *testing.T) {
 	clk := fakeclock.New(time.Now(), true) // deadlines are on the real clock
 	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "30"}}}, WithClock(clk))
