@@ -138,7 +138,7 @@ func (f *fieldSet) retryAfter(c *resetClock) (time.Duration, string, bool) {
 	}
 	var now time.Time
 	// Only a date needs the server's clock; delay-seconds skip parsing Date.
-	if t := strings.TrimLeft(v, " \t"); t == "" || t[0] < '0' || t[0] > '9' {
+	if t := trimOWS(v); t == "" || t[0] < '0' || t[0] > '9' {
 		now = c.now()
 	}
 	d, ok := ParseRetryAfter(v, now)
@@ -157,7 +157,7 @@ func (f *fieldSet) retryAfter(c *resetClock) (time.Duration, string, bool) {
 // ok is false for an empty, negative, signed or otherwise malformed value.
 // Huge values are clamped to MaxServerWait.
 func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
-	v := strings.Trim(value, " \t")
+	v := trimOWS(value)
 	if v == "" {
 		return 0, false
 	}
@@ -196,7 +196,7 @@ var httpDateLayouts = [...]string{
 }
 
 func parseHTTPDate(v string) (time.Time, bool) {
-	v = strings.Trim(v, " \t")
+	v = trimOWS(v)
 	if t, ok := parseIMFFixdate(v); ok {
 		return t, true
 	}
@@ -299,7 +299,7 @@ func daysFromCivil(year, month, day int) int64 {
 // not floats); a value that is not a whole number of nanoseconds is rounded
 // up, so that a server's "0.0001" is never read as "now".
 func parseDecimalDuration(v string, unit time.Duration) (time.Duration, bool) {
-	v = strings.Trim(v, " \t")
+	v = trimOWS(v)
 	if v == "" || unit <= 0 {
 		return 0, false
 	}

@@ -130,6 +130,7 @@ type familyField struct {
 	kind   countKind
 	suffix string // the variable part, as spelled in the key (compare with strings.EqualFold)
 	value  string // the first field line
+	rank   int    // of the unit, for ordering (see splitUnit)
 }
 
 // fieldSet holds the header fields ParseHeaders reads, found by one pass
@@ -137,7 +138,7 @@ type familyField struct {
 // headers are only noted; familyFields collects them when they are needed.
 type fieldSet struct {
 	vals     [numFields][]string
-	families bool // some header of a family was seen
+	families int // how many headers of families were seen
 	any      bool // some field was found
 	limits   bool // some field that announces limits was found
 }
@@ -161,7 +162,6 @@ type fieldName struct {
 const maxFieldName = 64
 
 func (f *fieldSet) read(h http.Header) {
-	var buf [maxFieldName]byte
 	for key, vs := range h {
 		if len(key) < 4 || len(key) > maxFieldName || len(vs) == 0 {
 			continue
@@ -171,20 +171,21 @@ func (f *fieldSet) read(h http.Header) {
 		default:
 			continue
 		}
-		lower := lowerInto(buf[:0], key)
-		if fl, ok := lookupField(lower); ok {
+		if fl, ok := lookupField(key); ok {
 			f.add(h, fl, key, vs)
 			continue
 		}
-		if !f.families && familyOf(lower) >= 0 {
-			f.families, f.any, f.limits = true, true, true
+		if familyOf(key) >= 0 {
+			f.families++
+			f.any, f.limits = true, true
 		}
 	}
 }
 
-func lookupField(lower []byte) (field, bool) {
-	for _, fn := range fieldsByLen[len(lower)] {
-		if fn.name == string(lower) {
+// lookupField finds the field named key, in any case.
+func lookupField(key string) (field, bool) {
+	for _, fn := range fieldsByLen[len(key)] {
+		if strings.EqualFold(key, fn.name) {
 			return fn.f, true
 		}
 	}
@@ -217,11 +218,11 @@ func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
 	f.vals[fl] = merged
 }
 
-// familyOf returns the index in familyPrefixes of the family a lower-case
-// header name belongs to, or -1.
-func familyOf(lower []byte) int {
+// familyOf returns the index in familyPrefixes of the family a header name
+// belongs to, in any case, or -1.
+func familyOf(key string) int {
 	for i, p := range familyPrefixes {
-		if len(lower) > len(p.prefix) && string(lower[:len(p.prefix)]) == p.prefix {
+		if len(key) > len(p.prefix) && strings.EqualFold(key[:len(p.prefix)], p.prefix) {
 			return i
 		}
 	}
@@ -230,17 +231,13 @@ func familyOf(lower []byte) int {
 
 // familyFields collects the family headers of h, in a stable order (see
 // sortFamilies). Only responses that have some pay for this second pass.
-func familyFields(h http.Header) []familyField {
-	var (
-		out []familyField
-		buf [maxFieldName]byte
-	)
+func familyFields(h http.Header, n int) []familyField {
+	out := make([]familyField, 0, n)
 	for key, vs := range h {
 		if len(key) > maxFieldName || len(vs) == 0 {
 			continue
 		}
-		lower := lowerInto(buf[:0], key)
-		i := familyOf(lower)
+		i := familyOf(key)
 		if i < 0 {
 			continue
 		}
@@ -252,34 +249,23 @@ func familyFields(h http.Header) []familyField {
 			if j <= 0 {
 				continue
 			}
-			switch string(lower[len(p.prefix)+j+1:]) {
-			case "limit":
+			switch kind := ff.suffix[j+1:]; {
+			case strings.EqualFold(kind, "limit"):
 				ff.kind = kindLimit
-			case "remaining":
+			case strings.EqualFold(kind, "remaining"):
 				ff.kind = kindRemaining
-			case "reset":
+			case strings.EqualFold(kind, "reset"):
 				ff.kind = kindReset
 			default:
 				continue
 			}
 			ff.suffix = ff.suffix[:j]
 		}
+		_, _, _, ff.rank = splitUnit(ff.suffix)
 		out = append(out, ff)
 	}
 	sortFamilies(out)
 	return out
-}
-
-// lowerInto appends the ASCII lower case of s to dst.
-func lowerInto(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }
 
 // has reports whether the field is present.

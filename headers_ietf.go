@@ -28,7 +28,7 @@ func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 
 func (b *policyBuilder) add(p Policy) {
 	if b.out == nil {
-		b.out = make([]Policy, 0, 4)
+		b.out = make([]Policy, 0, 2) // most responses announce one or two
 	}
 	b.out = append(b.out, p)
 }

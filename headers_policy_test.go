@@ -452,3 +452,48 @@ func FuzzPolicies(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseTypical sets headway's whole parse of a typical rate-limited
+// response beside what peers spend on parts of it: httpsfv on the two IETF
+// fields alone, and time.Parse on the Date alone.
+func BenchmarkParseTypical(b *testing.B) {
+	h := http.Header{
+		"Content-Type":          {"application/json; charset=utf-8"},
+		"Content-Length":        {"87"},
+		"Date":                  {hdrDate},
+		"Server":                {"nginx/1.27.0"},
+		"Ratelimit-Policy":      {`"default";q=100;w=60`},
+		"Ratelimit":             {`"default";r=0;t=30`},
+		"X-Ratelimit-Limit":     {"100"},
+		"X-Ratelimit-Remaining": {"0"},
+		"X-Ratelimit-Reset":     {"1795641630"},
+		"Retry-After":           {"30"},
+	}
+	b.Run("headway-ParseHeaders", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if obs := ParseHeaders(h, 429, hdrNow); len(obs.Policies) != 1 {
+				b.Fatal(obs)
+			}
+		}
+	})
+	b.Run("httpsfv-two-fields-only", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := httpsfv.UnmarshalList(h["Ratelimit-Policy"]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := httpsfv.UnmarshalList(h["Ratelimit"]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("time.Parse-Date-only", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := time.Parse(http.TimeFormat, hdrDate); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -58,7 +58,7 @@ func (c *resetClock) now() time.Time {
 // value is malformed; the result is never negative (a reset in the past is 0)
 // and never beyond MaxServerWait.
 func parseReset(v string, f resetFormat, c *resetClock) (time.Duration, bool) {
-	v = strings.Trim(v, " \t")
+	v = trimOWS(v)
 	if v == "" {
 		return 0, false
 	}
@@ -268,7 +268,7 @@ func parseISODate(v string) (time.Time, bool) {
 // non-negative decimal (Reddit's "598.0"), rounded down. Values beyond
 // maxCount are clamped to it.
 func parseCount(v string) (int64, bool) {
-	v = strings.Trim(v, " \t")
+	v = trimOWS(v)
 	if !isDecimal(v) {
 		return 0, false
 	}
@@ -309,4 +309,16 @@ func secondsFromFloat(f float64) (time.Duration, bool) {
 		return MaxServerWait, true
 	}
 	return time.Duration(math.Ceil(f * float64(time.Second))), true
+}
+
+// trimOWS trims the optional white space (spaces and tabs) around a field
+// value; unlike strings.Trim it builds no character set on each call.
+func trimOWS(v string) string {
+	for v != "" && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for v != "" && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }

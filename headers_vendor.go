@@ -23,7 +23,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		d = DialectGitHub
 	case f.has(fXRLUsed):
 		d = DialectReddit
-	case f.has(fEnvoyRateLimited) || strings.ContainsAny(limit, ",;"):
+	case f.has(fEnvoyRateLimited) || strings.IndexByte(limit, ',') >= 0 || strings.IndexByte(limit, ';') >= 0:
 		d = DialectEnvoy
 	case f.has(fXRLNearLimit) || f.has(fRateLimitReason) || f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy):
 		d = DialectJira
@@ -193,10 +193,10 @@ func splitUnit(suffix string) (u Unit, window time.Duration, known bool, rank in
 // families reads the headers whose names end in a unit, scope or endpoint:
 // OpenAI-style, Anthropic, Azure and Zendesk.
 func (b *policyBuilder) families(h http.Header, f *fieldSet, clk *resetClock) {
-	if !f.families {
+	if f.families == 0 {
 		return
 	}
-	fams := familyFields(h)
+	fams := familyFields(h, f.families)
 	for i := 0; i < len(fams); {
 		j := i + 1
 		for j < len(fams) && fams[j].fam == fams[i].fam && strings.EqualFold(fams[j].suffix, fams[i].suffix) {
@@ -310,10 +310,8 @@ func familyLess(a, b *familyField) bool {
 	if a.fam != b.fam {
 		return a.fam < b.fam
 	}
-	_, _, _, ra := splitUnit(a.suffix)
-	_, _, _, rb := splitUnit(b.suffix)
-	if ra != rb {
-		return ra < rb
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
 	if c := compareFold(a.suffix, b.suffix); c != 0 {
 		return c < 0
