@@ -138,7 +138,7 @@ type familyField struct {
 // headers are only noted; familyFields collects them when they are needed.
 type fieldSet struct {
 	vals     [numFields][]string
-	families int // how many headers of families were seen
+	families int  // how many headers of families were seen
 	any      bool // some field was found
 	limits   bool // some field that announces limits was found
 }
