@@ -21,7 +21,8 @@
 // in use is read into that one model (see Dialect): the IETF RateLimit
 // fields in each of their drafts, X-RateLimit-* and the vendors that give
 // it their own meaning (GitHub, Discord, Reddit, Envoy, Jira), GitLab,
-// OpenAI, Anthropic, Azure, Zendesk, Shopify, X and Okta, Stripe. Header
+// OpenAI and its imitators, Anthropic, Kong, Azure, Zendesk, Shopify, X and
+// Okta, Stripe. Header
 // names are matched whatever their case. Absolute times are measured
 // against the response's Date header, so a client whose clock is off still
 // reads the wait the server meant; where a dialect does not say whether a

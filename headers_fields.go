@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // field is a header field ParseHeaders reads, known by its exact name.
@@ -128,9 +129,10 @@ const (
 type familyField struct {
 	fam    family
 	kind   countKind
-	suffix string // the variable part, as spelled in the key (compare with strings.EqualFold)
-	value  string // the first field line
-	rank   int    // of the unit, for ordering (see splitUnit)
+	suffix string        // the variable part, as spelled in the key (compare with strings.EqualFold)
+	value  string        // the first field line
+	rank   int           // of the unit, for ordering (see splitUnit)
+	window time.Duration // given by the suffix, for ordering
 }
 
 // fieldSet holds the header fields ParseHeaders reads, found by one pass
@@ -261,7 +263,7 @@ func familyFields(h http.Header, n int) []familyField {
 			}
 			ff.suffix = ff.suffix[:j]
 		}
-		_, _, _, ff.rank = splitUnit(ff.suffix)
+		_, ff.window, _, _, ff.rank = splitUnit(ff.suffix)
 		out = append(out, ff)
 	}
 	sortFamilies(out)

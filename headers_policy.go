@@ -165,6 +165,11 @@ const (
 	DialectEnvoy
 	// DialectStripe is Stripe-Should-Retry and Stripe-Rate-Limited-Reason.
 	DialectStripe
+	// DialectKong is Kong's rate limiting plugins: X-RateLimit-Limit-<window>
+	// and X-RateLimit-Remaining-<window> ("Minute", "Hour", ...; a month is
+	// 30 days), or -<name>-<window> for response rate limiting, beside
+	// draft-03 RateLimit-* for the window closest to its limit.
+	DialectKong
 
 	numDialects = iota
 )
@@ -188,6 +193,7 @@ var dialectNames = [numDialects + 1]string{
 	DialectAzure:                "azure",
 	DialectEnvoy:                "envoy",
 	DialectStripe:               "stripe",
+	DialectKong:                 "kong",
 }
 
 // String returns the dialect's short name, such as "ietf-draft-08" or

@@ -123,6 +123,9 @@ func (b *policyBuilder) addOrMerge(p Policy) {
 			if !q.HasReset {
 				q.Reset, q.HasReset = p.Reset, p.HasReset
 			}
+			if q.Window == 0 {
+				q.Window = p.Window
+			}
 			return
 		}
 	}
@@ -154,40 +157,52 @@ func (b *policyBuilder) shopify(f *fieldSet, clk *resetClock) {
 // policies are listed.
 var knownUnits = [...]Unit{UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens}
 
-// windowWords are the suffixes that give a policy's window
-// ("x-ratelimit-limit-tokens-minute").
+// windowWords end the suffixes that give a policy's window:
+// "x-ratelimit-limit-tokens-minute" (Cerebras), "X-RateLimit-Limit-Minute"
+// and "X-RateLimit-Limit-Videos-Hour" (Kong). A month counts as 30 days
+// and a year as 365.
 var windowWords = [...]struct {
 	word string
 	d    time.Duration
 }{
-	{"-second", time.Second},
-	{"-minute", time.Minute},
-	{"-hour", time.Hour},
-	{"-day", 24 * time.Hour},
+	{"second", time.Second},
+	{"minute", time.Minute},
+	{"hour", time.Hour},
+	{"day", 24 * time.Hour},
+	{"month", 30 * 24 * time.Hour},
+	{"year", 365 * 24 * time.Hour},
 }
 
-// splitUnit reads a header suffix such as "tokens" or "requests-day" into a
-// unit and a window (0 when not given). known is false when the suffix names
-// no known unit (the policy is then named after the suffix); rank orders
-// the units for listing.
-func splitUnit(suffix string) (u Unit, window time.Duration, known bool, rank int) {
-	base := suffix
+// splitUnit reads a header suffix such as "tokens", "requests-day",
+// "minute" or "videos-minute" into a unit and a window (0 when not given).
+// base is what remains of the suffix once the window is cut off; known
+// reports whether it is empty or names a known unit (otherwise the policy is
+// named after it). rank orders the units for listing.
+func splitUnit(suffix string) (u Unit, window time.Duration, base string, known bool, rank int) {
+	base = suffix
 	for _, w := range windowWords {
-		if n := len(suffix) - len(w.word); n > 0 && strings.EqualFold(suffix[n:], w.word) {
-			base, window = suffix[:n], w.d
+		n := len(suffix) - len(w.word)
+		if n < 0 || !strings.EqualFold(suffix[n:], w.word) {
+			continue
+		}
+		if n == 0 {
+			return UnitRequests, w.d, "", true, 0
+		}
+		if suffix[n-1] == '-' || suffix[n-1] == '_' {
+			base, window = suffix[:n-1], w.d
 			break
 		}
 	}
 	for i, ku := range knownUnits {
 		if strings.EqualFold(base, string(ku)) {
-			return ku, window, true, i
+			return ku, window, base, true, i
 		}
 	}
 	u = UnitRequests
 	if len(base) >= 6 && strings.EqualFold(base[:6], "tokens") {
 		u = UnitTokens
 	}
-	return u, window, false, len(knownUnits)
+	return u, window, base, false, len(knownUnits)
 }
 
 // families reads the headers whose names end in a unit, scope or endpoint:
@@ -221,13 +236,21 @@ func (b *policyBuilder) family(f *fieldSet, clk *resetClock, ffs []familyField) 
 		return
 	}
 	p := Policy{Dialect: DialectOpenAI}
-	if ff.fam != famOpenAI {
-		p.Dialect = DialectAnthropic
-	}
-	var known bool
-	p.Unit, p.Window, known, _ = splitUnit(ff.suffix)
+	var (
+		known bool
+		base  string
+	)
+	p.Unit, p.Window, base, known, _ = splitUnit(ff.suffix)
 	if !known {
-		p.Name = strings.ToLower(ff.suffix)
+		p.Name = strings.ToLower(base)
+	}
+	switch {
+	case ff.fam != famOpenAI:
+		p.Dialect = DialectAnthropic
+	case p.Window > 0 && (base == "" || !known):
+		// "Minute" or "Videos-Minute": Kong's plugins. OpenAI's look-alikes
+		// put a unit before the window ("tokens-minute").
+		p.Dialect = DialectKong
 	}
 	if ff.fam == famAnthropicPriority {
 		p.Name = "priority"
@@ -243,6 +266,10 @@ func (b *policyBuilder) family(f *fieldSet, clk *resetClock, ffs []familyField) 
 		}
 	}
 	b.dialects = b.dialects.With(p.Dialect)
+	if p.Dialect == DialectKong {
+		b.addOrMerge(p) // Kong repeats its tightest window in RateLimit-*
+		return
+	}
 	if p.HasLimit || p.HasRemaining || p.HasReset {
 		b.add(p)
 	}
@@ -312,6 +339,9 @@ func familyLess(a, b *familyField) bool {
 	}
 	if a.rank != b.rank {
 		return a.rank < b.rank
+	}
+	if a.window != b.window {
+		return a.window < b.window
 	}
 	if c := compareFold(a.suffix, b.suffix); c != 0 {
 		return c < 0
