@@ -22,13 +22,12 @@
 // fields in each of their drafts, X-RateLimit-* and the vendors that give
 // it their own meaning (GitHub, Discord, Reddit, Envoy, Jira), GitLab,
 // OpenAI and its imitators, Anthropic, Kong, Azure, Zendesk, Shopify, X and
-// Okta, Stripe. Header
-// names are matched whatever their case. Absolute times are measured
-// against the response's Date header, so a client whose clock is off still
-// reads the wait the server meant; where a dialect does not say whether a
-// number is a delay or a time, a documented rule decides. Bad values never
-// give a negative or unbounded duration. A response without rate-limit
-// headers costs no allocation; `ratecurl -explain` shows what headway reads
+// Okta, Stripe. Header names are matched whatever their case. Absolute
+// times are measured against the response's Date header, so a client whose
+// clock is off still reads the wait the server meant; where a dialect does
+// not say whether a number is a delay or a time, a documented rule decides.
+// Bad values never give a negative or unbounded duration. A response
+// without rate-limit headers costs no allocation; `ratecurl -explain` shows what headway reads
 // in a captured response.
 //
 // The retry layer (outer) decides, after each attempt, whether another one
