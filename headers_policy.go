@@ -93,21 +93,26 @@ const (
 )
 
 // Dialect is one of the header formats servers use to announce rate limits.
-// Where a dialect's numbers are ambiguous, the rule is given here. Where a
-// dialect does not say what a reset number means, it is read by this rule:
-// at least 1e12 is a Unix time in milliseconds, at least 1e9 a Unix time in
-// seconds, anything smaller a delay in seconds; strings are HTTP-dates (also
-// with a "UTC" zone), RFC 3339 or minute-precision ISO 8601 times, or Go
-// durations ("6m0s"). Absolute times are measured against the response's
-// Date header.
+// Where a dialect documents the format of its resets, that format is read.
+// Where it does not (RateLimit-Reset and X-RateLimit-Reset are delays for
+// some servers and Unix times for others), a reset number is read by this
+// rule: a number that reads as a Unix time (in milliseconds, or in seconds)
+// within about three years of the response's Date is one; otherwise at
+// least 1e12 is a Unix time in milliseconds, at least 1e9 a Unix time in
+// seconds, anything smaller a delay in seconds. Reset strings are
+// HTTP-dates (also with a "UTC" zone), RFC 3339 or minute-precision ISO 8601
+// times, or Go durations ("6m0s"). Absolute times are measured against the
+// response's Date header.
 type Dialect uint8
 
 // The dialects ParseHeaders recognises.
 const (
 	// DialectIETFDraft03 is draft-ietf-httpapi-ratelimit-headers -00..-03:
 	// RateLimit-Limit ("10, 10;w=1, 50;w=60": the current limit, then
-	// policies), RateLimit-Remaining and RateLimit-Reset in delay-seconds.
-	// Zendesk's ratelimit-* fields read as this dialect.
+	// policies), RateLimit-Remaining and RateLimit-Reset (delay-seconds in
+	// the draft; the Unix times some servers send, such as Twitch's, are
+	// recognised by the rule). Zendesk's, Heroku's and Kong's ratelimit-*
+	// fields read as this dialect.
 	DialectIETFDraft03 Dialect = iota + 1
 	// DialectIETFDraft06 is -04..-06: the -03 fields plus
 	// "RateLimit-Policy: 10;w=1, 50;w=60".
@@ -125,7 +130,7 @@ const (
 	// sethvargo/go-limiter); the reset by the rule above.
 	DialectXRateLimit
 	// DialectXRateLimitHyphenated is X-Rate-Limit-Limit, -Remaining and
-	// -Reset (X/Twitter, Okta); resets are Unix seconds.
+	// -Reset (X/Twitter, Okta: Unix seconds, read by the rule).
 	DialectXRateLimitHyphenated
 	// DialectGitHub is X-RateLimit-* with -Used and -Resource; the resource
 	// names the policy and resets are Unix seconds.

@@ -64,8 +64,9 @@ func TestParseResetRule(t *testing.T) {
 		{"30", resetEpoch, 0, true}, // 1970: long past
 		{"1795640430.5", resetEpoch, 30500 * time.Millisecond, true},
 		{"1.5", resetDelta, 1500 * time.Millisecond, true},
-		{"1s", resetGoDuration, time.Second, true},
-		{"1", resetGoDuration, 0, false},
+		// Old captures: a Unix time near the Date is one, whatever its size.
+		{"784111837", resetAuto, 784111837 * time.Second, true}, // far from this Date: a delay
+		{"99999999", resetAuto, 99999999 * time.Second, true},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%q/%d", tt.value, tt.f), func(t *testing.T) {
@@ -75,6 +76,38 @@ func TestParseResetRule(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestResetRuleOldCaptures: a Unix time is recognised by its nearness to the
+// response's Date, so captures from before 2001 (Unix times below 1e9) and
+// milliseconds before 2001 (below 1e12) read right.
+func TestResetRuleOldCaptures(t *testing.T) {
+	for _, tt := range []struct {
+		date, reset string
+		want        time.Duration
+	}{
+		{"Sun, 06 Nov 1994 08:49:37 GMT", "784111837", time.Minute},    // seconds
+		{"Fri, 31 Dec 1999 23:59:00 GMT", "946684800000", time.Minute}, // milliseconds
+		{"Fri, 31 Dec 1999 23:59:00 GMT", "946684799.5", 59500 * time.Millisecond},
+		{"Sun, 06 Nov 1994 08:49:37 GMT", "60", time.Minute},                    // still a delay
+		{"Sun, 06 Nov 1994 08:49:37 GMT", "600000000", 600000000 * time.Second}, // 6 years off: not near
+		{"Wed, 25 Nov 2026 21:00:00 GMT", "1795640460", time.Minute},
+		{"Wed, 25 Nov 2026 21:00:00 GMT", "1795640460000", time.Minute},
+		{"Wed, 25 Nov 2026 21:00:00 GMT", "99999999999", MaxServerWait}, // far ahead: by size
+	} {
+		c := resetClock{date: tt.date, received: hdrNow}
+		got, ok := parseReset(tt.reset, resetAuto, &c)
+		require.True(t, ok, tt.reset)
+		require.Equal(t, tt.want, got, "%s against %s", tt.reset, tt.date)
+	}
+	// Without a Date, the receive time is the base; a zero one leaves the
+	// size rule alone.
+	c := resetClock{received: time.Unix(784111777, 0)}
+	got, _ := parseReset("784111837", resetAuto, &c)
+	require.Equal(t, time.Minute, got)
+	c = resetClock{}
+	got, _ = parseReset("784111837", resetAuto, &c)
+	require.Equal(t, 784111837*time.Second, got)
 }
 
 // TestResetsAgainstDate: absolute resets are measured against the Date

@@ -11,12 +11,19 @@ import (
 // returns a negative count or duration, and clamps durations to
 // MaxServerWait.
 
-// Thresholds of the rule for a reset whose dialect does not say what its
-// number means: at or above epochMillisFloor it is Unix milliseconds, at or
-// above epochSecondsFloor Unix seconds, below that a delay in seconds. A
-// delay of 1e9 seconds would be 31 years, and 1e12 Unix seconds is the year
-// 33658, so the three readings do not overlap for any value a server means.
+// The rule for a reset number whose dialect does not say what it means
+// ("X-RateLimit-Reset: 1740000000" or "... 30"):
+//
+//  1. A number that reads as a Unix time within nearDate of the response's
+//     Date (or of the receive time, without a Date) is one: in milliseconds
+//     if it is near as milliseconds, else in seconds. This reads old
+//     captures right (a 1994 reset is 7.8e8) and costs a Date parse only
+//     for numbers of at least nearDate.
+//  2. Otherwise its size decides: at least 1e12 is Unix milliseconds, at
+//     least 1e9 Unix seconds (a delay of 1e9 seconds would be 31 years),
+//     anything smaller a delay in seconds.
 const (
+	nearDate          = 1e8 // about three years, in seconds
 	epochSecondsFloor = 1e9
 	epochMillisFloor  = 1e12
 )
@@ -25,10 +32,9 @@ const (
 type resetFormat uint8
 
 const (
-	resetAuto       resetFormat = iota // by the rule above; strings by layout
-	resetDelta                         // delay-seconds, fractional allowed
-	resetEpoch                         // Unix seconds, fractional allowed
-	resetGoDuration                    // "1s", "6m0s", "20ms"
+	resetAuto  resetFormat = iota // by the rule above; strings by layout
+	resetDelta                    // delay-seconds, fractional allowed
+	resetEpoch                    // Unix seconds, fractional allowed
 )
 
 // resetClock measures absolute reset times. base is the response's Date
@@ -71,8 +77,6 @@ func parseReset(v string, f resetFormat, c *resetClock) (time.Duration, bool) {
 			return 0, false
 		}
 		return untilUnix(c.now(), sec, nsec), true
-	case resetGoDuration:
-		return parseGoDuration(v)
 	}
 	if v[0] < '0' || v[0] > '9' {
 		// Letters first: an HTTP-date ("Wed, 25 Nov 2026 21:32:42 UTC").
@@ -97,29 +101,35 @@ func parseReset(v string, f resetFormat, c *resetClock) (time.Duration, bool) {
 
 // parseAutoNumber applies the epoch-or-delta rule to a decimal number.
 func parseAutoNumber(v string, c *resetClock) (time.Duration, bool) {
-	// Compare the integer part's magnitude without parsing it: a run of
-	// digits of length n is >= 1e(n-1).
-	digits := len(v)
-	if i := strings.IndexByte(v, '.'); i >= 0 {
-		digits = i
+	var whole int64 // the integer part, saturating far above any threshold
+	for i := 0; i < len(v) && v[i] != '.'; i++ {
+		if whole < 1e17 {
+			whole = whole*10 + int64(v[i]-'0')
+		}
 	}
-	for digits > 1 && v[0] == '0' { // leading zeros do not count
-		v = v[1:]
-		digits--
+	epoch := func(unit time.Duration) (time.Duration, bool) {
+		sec, nsec, ok := parseUnix(v, unit)
+		if !ok {
+			return 0, false
+		}
+		return untilUnix(c.now(), sec, nsec), true
+	}
+	if whole >= nearDate {
+		if now := c.now().Unix(); now >= 2*nearDate { // a base after 1976
+			near := func(t int64) bool { return t >= now-nearDate && t <= now+nearDate }
+			switch {
+			case near(whole / 1000):
+				return epoch(time.Millisecond)
+			case near(whole):
+				return epoch(time.Second)
+			}
+		}
 	}
 	switch {
-	case digits > 12: // >= 1e12: Unix milliseconds
-		sec, nsec, ok := parseUnix(v, time.Millisecond)
-		if !ok {
-			return 0, false
-		}
-		return untilUnix(c.now(), sec, nsec), true
-	case digits > 9: // >= 1e9: Unix seconds
-		sec, nsec, ok := parseUnix(v, time.Second)
-		if !ok {
-			return 0, false
-		}
-		return untilUnix(c.now(), sec, nsec), true
+	case whole >= epochMillisFloor:
+		return epoch(time.Millisecond)
+	case whole >= epochSecondsFloor:
+		return epoch(time.Second)
 	default:
 		return parseDecimalDuration(v, time.Second)
 	}
