@@ -119,8 +119,7 @@ var familyPrefixes = [...]struct {
 type countKind uint8
 
 const (
-	kindNone countKind = iota
-	kindLimit
+	kindLimit countKind = iota + 1
 	kindRemaining
 	kindReset
 )

@@ -23,7 +23,7 @@ func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 	b.xRateLimit(f, clk)
 	b.xRateLimitHyphenated(f, clk)
 	b.families(h, f, clk)
-	b.shopify(f, clk)
+	b.shopify(f)
 }
 
 func (b *policyBuilder) add(p Policy) {
@@ -194,7 +194,7 @@ func (b *policyBuilder) ietf(f *fieldSet, clk *resetClock) {
 	} else if f.has(fRateLimitLimit) || f.has(fRateLimitRemaining) || f.has(fRateLimitReset) {
 		g := b.group()
 		_, numericPolicy := g.announceAll(f.lines(fRateLimitPolicy), DialectIETFDraft08)
-		cur := b.legacyCurrent(f, clk, f.lines(fRateLimitLimit), fRateLimitRemaining, fRateLimitReset, &g)
+		cur := legacyCurrent(f, clk, f.lines(fRateLimitLimit), fRateLimitRemaining, fRateLimitReset, &g)
 		g.currentLegacy(cur)
 		d := DialectIETFDraft03
 		if numericPolicy {
@@ -209,7 +209,7 @@ func (b *policyBuilder) ietf(f *fieldSet, clk *resetClock) {
 		return
 	}
 	if f.has(fRateLimit) || f.has(fRateLimitPolicy) {
-		b.structured(f, clk, f.lines(fRateLimitPolicy), f.lines(fRateLimit), DialectIETFDraft08)
+		b.structured(f.lines(fRateLimitPolicy), f.lines(fRateLimit), DialectIETFDraft08)
 	}
 }
 
@@ -224,7 +224,7 @@ func (g *group) hasNamed() bool {
 
 // structured reads a -07 or -08 pair of fields: policy (RateLimit-Policy)
 // and current (RateLimit). named is the dialect of the -08 form.
-func (b *policyBuilder) structured(f *fieldSet, clk *resetClock, policy, current []string, named Dialect) {
+func (b *policyBuilder) structured(policy, current []string, named Dialect) {
 	g := b.group()
 	sawNamed, sawNumeric := g.announceAll(policy, named)
 	if sawNamed {
@@ -316,7 +316,7 @@ func isDictionary(lines []string) bool {
 // legacyCurrent reads the current state of a -03 style triple: a limit field
 // ("10" or "10, 10;w=1, 50;w=60": the current limit, then policies, which
 // are announced in g), a remaining and a reset field.
-func (b *policyBuilder) legacyCurrent(f *fieldSet, clk *resetClock, limit []string, remaining, reset field, g *group) Policy {
+func legacyCurrent(f *fieldSet, clk *resetClock, limit []string, remaining, reset field, g *group) Policy {
 	cur := Policy{Unit: UnitRequests}
 	r := sfReader{lines: limit}
 	var it sfItem
@@ -382,7 +382,7 @@ func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
 // Beta-RateLimit fields, in the -08 form.
 func (b *policyBuilder) jiraBeta(f *fieldSet, clk *resetClock) {
 	if f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy) {
-		b.structured(f, clk, f.lines(fBetaRateLimitPolicy), f.lines(fBetaRateLimit), DialectJira)
+		b.structured(f.lines(fBetaRateLimitPolicy), f.lines(fBetaRateLimit), DialectJira)
 		b.dialects = b.dialects.With(DialectJira)
 	}
 }

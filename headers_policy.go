@@ -175,6 +175,9 @@ const (
 	// 30 days), or -<name>-<window> for response rate limiting, beside
 	// draft-03 RateLimit-* for the window closest to its limit.
 	DialectKong
+	// DialectBitbucket is Bitbucket's X-RateLimit-Limit with -Resource
+	// (naming the policy) and -NearLimit.
+	DialectBitbucket
 
 	numDialects = iota
 )
@@ -199,6 +202,7 @@ var dialectNames = [numDialects + 1]string{
 	DialectEnvoy:                "envoy",
 	DialectStripe:               "stripe",
 	DialectKong:                 "kong",
+	DialectBitbucket:            "bitbucket",
 }
 
 // String returns the dialect's short name, such as "ietf-draft-08" or

@@ -45,9 +45,9 @@ type sfValue struct {
 	str  string
 }
 
-// sfParamKeys are the parameters kept, in the order of sfItem.params.
-var sfParamKeys = [...]string{"q", "qu", "w", "pk", "r", "t", "name"}
-
+// The parameters kept, by index in sfItem.params: the draft's q (quota), qu
+// (quota unit), w (window), pk (partition key), r (remaining), t (time to
+// reset), and Envoy's name.
 const (
 	pQ = iota
 	pQU
@@ -59,13 +59,16 @@ const (
 	numSFParams
 )
 
+// sfParamIndex returns the index of a kept parameter, or -1. "window" is
+// read as w: early drafts (and servers that followed them, such as WHOOP's)
+// spelled it out.
 func sfParamIndex(key string) int {
 	switch key {
 	case "q":
 		return pQ
 	case "qu":
 		return pQU
-	case "w":
+	case "w", "window":
 		return pW
 	case "pk":
 		return pPK
@@ -87,7 +90,7 @@ type sfItem struct {
 	params [numSFParams]sfValue
 }
 
-// param returns a kept parameter, by its index in sfParamKeys.
+// param returns a kept parameter, by its index (pQ, pQU, ...).
 func (it *sfItem) param(i int) (sfValue, bool) {
 	v := it.params[i]
 	return v, v.kind != sfAbsent

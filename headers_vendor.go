@@ -19,11 +19,13 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	switch {
 	case discord:
 		d = DialectDiscord
+	case f.has(fXRLResource) && f.has(fXRLNearLimit):
+		d = DialectBitbucket
 	case f.has(fXRLResource) || f.has(fXRLUsed) && hasLimit:
 		d = DialectGitHub
 	case f.has(fXRLUsed):
 		d = DialectReddit
-	case f.has(fEnvoyRateLimited) || strings.IndexByte(limit, ',') >= 0 || strings.IndexByte(limit, ';') >= 0:
+	case f.has(fEnvoyRateLimited) || isLimitList(limit) && !strings.Contains(limit, "window="):
 		d = DialectEnvoy
 	case f.has(fXRLNearLimit) || f.has(fRateLimitReason) || f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy):
 		d = DialectJira
@@ -32,10 +34,12 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	}
 	b.dialects = b.dialects.With(d)
 
-	if d == DialectEnvoy { // draft-03 fields under an X- prefix
+	if d == DialectEnvoy || isLimitList(limit) {
+		// Draft-03 fields under an X- prefix: Envoy, or a server that
+		// followed the early drafts ("100, 100;window=60").
 		g := b.group()
-		g.currentLegacy(b.legacyCurrent(f, clk, f.lines(fXRLLimit), fXRLRemaining, fXRLReset, &g))
-		g.setDialect(DialectEnvoy)
+		g.currentLegacy(legacyCurrent(f, clk, f.lines(fXRLLimit), fXRLRemaining, fXRLReset, &g))
+		g.setDialect(d)
 		return
 	}
 
@@ -48,7 +52,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	}
 	resetFormat := resetAuto
 	switch d {
-	case DialectGitHub:
+	case DialectGitHub, DialectBitbucket:
 		p.Name, _ = f.first(fXRLResource)
 		p.Name = strings.TrimSpace(p.Name)
 		if v, ok := f.first(fXRLUsed); ok && !p.HasRemaining && p.HasLimit {
@@ -103,10 +107,16 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
 	b.addOrMerge(p)
 }
 
+// isLimitList reports whether an X-RateLimit-Limit value is a draft-03 list
+// ("10, 10;w=60") rather than a number.
+func isLimitList(v string) bool {
+	return strings.IndexByte(v, ',') >= 0 || strings.IndexByte(v, ';') >= 0
+}
+
 // addOrMerge adds a policy read from a legacy field, unless it repeats one
-// read from the IETF fields (the same limit and remaining, as
-// express-rate-limit sends both), in which case it only fills in what that
-// one lacked.
+// read from the IETF fields (the same limit and unit, and the same remaining
+// when both say it, as express-rate-limit and Kong send both), in which case
+// it only fills in what that one lacked.
 func (b *policyBuilder) addOrMerge(p Policy) {
 	if !p.HasLimit && !p.HasRemaining && !p.HasReset {
 		return
@@ -118,8 +128,11 @@ func (b *policyBuilder) addOrMerge(p Policy) {
 		default:
 			continue
 		}
-		if q.HasLimit && p.HasLimit && q.Limit == p.Limit &&
-			q.HasRemaining && p.HasRemaining && q.Remaining == p.Remaining && q.Unit == p.Unit {
+		if q.HasLimit && p.HasLimit && q.Limit == p.Limit && q.Unit == p.Unit &&
+			(!q.HasRemaining || !p.HasRemaining || q.Remaining == p.Remaining) {
+			if !q.HasRemaining {
+				q.Remaining, q.HasRemaining = p.Remaining, p.HasRemaining
+			}
 			if !q.HasReset {
 				q.Reset, q.HasReset = p.Reset, p.HasReset
 			}
@@ -133,7 +146,7 @@ func (b *policyBuilder) addOrMerge(p Policy) {
 }
 
 // shopify reads "X-Shopify-Shop-Api-Call-Limit: 32/40": 32 used of 40.
-func (b *policyBuilder) shopify(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) shopify(f *fieldSet) {
 	v, ok := f.first(fShopify)
 	if !ok {
 		return
@@ -154,8 +167,15 @@ func (b *policyBuilder) shopify(f *fieldSet, clk *resetClock) {
 }
 
 // knownUnits ranks the units that header suffixes name, in the order their
-// policies are listed.
-var knownUnits = [...]Unit{UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens}
+// policies are listed; unitAliases are other spellings of them (Mistral's
+// "x-ratelimit-limit-req-minute").
+var (
+	knownUnits  = [...]Unit{UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens}
+	unitAliases = [...]struct {
+		alias string
+		rank  int
+	}{{"req", 0}, {"request", 0}, {"token", 1}}
+)
 
 // windowWords end the suffixes that give a policy's window:
 // "x-ratelimit-limit-tokens-minute" (Cerebras), "X-RateLimit-Limit-Minute"
@@ -198,6 +218,11 @@ func splitUnit(suffix string) (u Unit, window time.Duration, base string, known 
 			return ku, window, base, true, i
 		}
 	}
+	for _, a := range unitAliases {
+		if strings.EqualFold(base, a.alias) {
+			return knownUnits[a.rank], window, base, true, a.rank
+		}
+	}
 	u = UnitRequests
 	if len(base) >= 6 && strings.EqualFold(base[:6], "tokens") {
 		u = UnitTokens
@@ -217,13 +242,13 @@ func (b *policyBuilder) families(h http.Header, f *fieldSet, clk *resetClock) {
 		for j < len(fams) && fams[j].fam == fams[i].fam && strings.EqualFold(fams[j].suffix, fams[i].suffix) {
 			j++
 		}
-		b.family(f, clk, fams[i:j])
+		b.family(clk, fams[i:j])
 		i = j
 	}
 }
 
 // family reads the headers of one family that share a suffix.
-func (b *policyBuilder) family(f *fieldSet, clk *resetClock, ffs []familyField) {
+func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 	ff := ffs[0]
 	switch ff.fam {
 	case famAzure:
@@ -232,7 +257,7 @@ func (b *policyBuilder) family(f *fieldSet, clk *resetClock, ffs []familyField) 
 		return
 	case famZendesk:
 		b.dialects = b.dialects.With(DialectZendesk)
-		b.zendesk(f, clk, strings.ToLower(ff.suffix), ff.value)
+		b.zendesk(clk, strings.ToLower(ff.suffix), ff.value)
 		return
 	}
 	p := Policy{Dialect: DialectOpenAI}
@@ -300,7 +325,7 @@ func (b *policyBuilder) azure(scope, value string) {
 
 // zendesk reads "Zendesk-RateLimit-<endpoint>: total=100; remaining=99;
 // resets=41" (resets in seconds).
-func (b *policyBuilder) zendesk(f *fieldSet, clk *resetClock, name, value string) {
+func (b *policyBuilder) zendesk(clk *resetClock, name, value string) {
 	p := Policy{Name: name, Unit: UnitRequests, Dialect: DialectZendesk}
 	for _, kv := range strings.FieldsFunc(value, func(r rune) bool { return r == ';' || r == ',' }) {
 		k, v, ok := strings.Cut(kv, "=")
