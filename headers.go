@@ -151,7 +151,8 @@ func (f *fieldSet) retryAfter(c *resetClock) (time.Duration, string, bool) {
 // ParseRetryAfter parses one Retry-After value (RFC 9110, section 10.2.3):
 // delay-seconds (also the common fractional form "2.0"), or an HTTP-date in
 // any of its three forms (IMF-fixdate, RFC 850, asctime) and the common
-// variant with a "UTC" zone. A date is measured against now, which should be
+// variants with a "UTC" zone or a numeric offset ("+0000"). A date is
+// measured against now, which should be
 // the response's Date when it has one; a date in the past gives 0.
 //
 // ok is false for an empty, negative, signed or otherwise malformed value.
@@ -193,6 +194,7 @@ var httpDateLayouts = [...]string{
 	"Mon Jan _2 15:04:05 2006",         // asctime
 	"Mon, 2 Jan 2006 15:04:05 GMT",     // single-digit day, seen in the wild
 	"Monday, 02-Jan-2006 15:04:05 GMT", // RFC 850 with a four-digit year
+	time.RFC1123Z,                      // Sun, 06 Nov 1994 08:49:37 +0000
 }
 
 func parseHTTPDate(v string) (time.Time, bool) {
@@ -217,9 +219,9 @@ var dayAbbrevs = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
 
 // parseIMFFixdate reads "Sun, 06 Nov 1994 08:49:37 GMT" (or "UTC"), the form
 // nearly every server sends, without time.Parse: every Date header and
-// every date reset goes through here. It accepts exactly what time.Parse
-// with http.TimeFormat accepts for these fixed-width fields, and reports
-// false for anything else, which parseHTTPDate then tries by layout.
+// every date reset goes through here. It takes the names of days and months
+// in their canonical case only and reports false for anything else, which
+// parseHTTPDate then tries by layout.
 func parseIMFFixdate(v string) (time.Time, bool) {
 	if len(v) != len("Sun, 06 Nov 1994 08:49:37 GMT") || v[3] != ',' || v[4] != ' ' || v[7] != ' ' ||
 		v[11] != ' ' || v[16] != ' ' || v[19] != ':' || v[22] != ':' || v[25] != ' ' {

@@ -26,7 +26,15 @@ func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 	b.shopify(f)
 }
 
+// maxPolicies bounds the policies read from one response. Real servers
+// announce a handful; the bound keeps a hostile response (thousands of
+// items or headers) from costing more than linear time.
+const maxPolicies = 64
+
 func (b *policyBuilder) add(p Policy) {
+	if len(b.out) >= maxPolicies {
+		return
+	}
 	if b.out == nil {
 		b.out = make([]Policy, 0, 2) // most responses announce one or two
 	}

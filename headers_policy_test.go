@@ -530,3 +530,21 @@ func BenchmarkParseTypical(b *testing.B) {
 		}
 	})
 }
+
+// TestParseHeadersBoundsPolicies: a hostile response with thousands of
+// items and headers yields at most maxPolicies policies (and, with them,
+// linear work).
+func TestParseHeadersBoundsPolicies(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("1")
+	for i := range 5000 {
+		fmt.Fprintf(&b, ", %d;w=1", i+2)
+	}
+	h := http.Header{"Ratelimit-Limit": {b.String()}, "Ratelimit-Remaining": {"1"}}
+	for i := range 5000 {
+		h[fmt.Sprintf("X-Ratelimit-Limit-U%d", i)] = []string{"5"}
+	}
+	obs := ParseHeaders(h, 200, hdrNow)
+	require.Len(t, obs.Policies, maxPolicies)
+	require.Equal(t, obs, ParseHeaders(h, 200, hdrNow))
+}

@@ -2,6 +2,7 @@ package headway
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -347,15 +348,18 @@ func (b *policyBuilder) zendesk(clk *resetClock, name, value string) {
 }
 
 // sortFamilies orders family headers by family, then unit rank, then
-// suffix (ignoring case), then kind, so that the policies come out in the
-// same order whatever the header map's iteration order. The slices are
-// short: insertion sort.
+// window, then suffix (ignoring case), then kind, so that the policies come
+// out in the same order whatever the header map's iteration order.
 func sortFamilies(fs []familyField) {
-	for i := 1; i < len(fs); i++ {
-		for j := i; j > 0 && familyLess(&fs[j], &fs[j-1]); j-- {
-			fs[j], fs[j-1] = fs[j-1], fs[j]
+	slices.SortFunc(fs, func(a, b familyField) int {
+		switch {
+		case familyLess(&a, &b):
+			return -1
+		case familyLess(&b, &a):
+			return 1
 		}
-	}
+		return 0
+	})
 }
 
 func familyLess(a, b *familyField) bool {

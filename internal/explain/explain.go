@@ -112,7 +112,9 @@ var ErrNoHead = errors.New("no response head in the input")
 // Requests", "HTTP/2 429") and header lines, ended by a blank line or the
 // end of the input, with CRLF or LF line ends. It is lenient, as a tool fed
 // with pasted text should be:
-//   - leading blank lines are skipped, and so are curl -v's "< " prefixes
+//   - leading blank lines are skipped, the indentation of the first line is
+//     removed from every line (a head pasted from indented text), and so
+//     are curl -v's "< " prefixes
 //     and the lines of its transcript that are not the response's ("> ",
 //     "* ");
 //   - a 1xx head followed by another head (curl -i) gives the last one;
@@ -129,6 +131,7 @@ func ReadHead(r io.Reader) (Head, error) {
 	var (
 		last    string // the canonical key of the last header line
 		started bool
+		indent  string // of the first line, stripped from every line
 	)
 	for {
 		line, err := br.ReadString('\n')
@@ -137,6 +140,10 @@ func ReadHead(r io.Reader) (Head, error) {
 		}
 		eof := err != nil
 		line = strings.TrimRight(line, "\r\n")
+		if indent == "" && !started && strings.TrimSpace(line) != "" {
+			indent = line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		}
+		line = strings.TrimPrefix(line, indent)
 		if isCurlNoise(line) {
 			line = "x" // neither blank nor a header: ignored below
 		}

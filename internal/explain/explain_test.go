@@ -46,6 +46,20 @@ func TestReadHead(t *testing.T) {
 			wantHeader: hdr{"Retry-After": {"5"}},
 		},
 		{
+			name:       "indented paste: the first line's indentation is removed from all",
+			in:         "  HTTP/1.1 429 Too Many Requests\n  Retry-After: 5\n  X-Long: a\n     continued\n",
+			status:     429,
+			hasStatus:  true,
+			wantHeader: hdr{"Retry-After": {"5"}, "X-Long": {"a continued"}},
+		},
+		{
+			name:       "tab-indented paste",
+			in:         "\tHTTP/2 200\n\tratelimit: \"a\";r=1\n\n\tbody\n",
+			status:     200,
+			hasStatus:  true,
+			wantHeader: hdr{"Ratelimit": {`"a";r=1`}},
+		},
+		{
 			name:       "HTTP/2 status line without reason",
 			in:         "HTTP/2 429\nretry-after: 5\n",
 			status:     429,
