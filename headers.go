@@ -83,12 +83,14 @@ type Observation struct {
 //
 // Policies come in a fixed order: the IETF RateLimit fields first (in the
 // order the server listed them), then Jira's Beta-RateLimit fields, then
-// X-RateLimit-*, X-Rate-Limit-*, OpenAI-style
-// x-ratelimit-{limit,remaining,reset}-<unit>, Anthropic, Azure, Zendesk and
-// Shopify. A policy in a legacy X-RateLimit-* form that repeats one already
-// read from the IETF fields (the same limit and remaining) is merged into
-// it rather than listed twice. The rules for each dialect are documented on
-// the Dialect constants.
+// X-RateLimit-*, X-Rate-Limit-* (and X's 24-hour limits), OpenAI-style
+// x-ratelimit-{limit,remaining,reset}-<unit> (and Kong's), Linear-style
+// x-ratelimit-<name>-<kind>, Anthropic, Azure, Zendesk, Shopify, HubSpot,
+// Salesforce and Azure Resource Graph. A policy in a legacy form that
+// repeats one already read from the IETF fields (the same limit, and the
+// same remaining when both say it) is merged into it rather than listed
+// twice. At most 64 policies are read. The rules for each dialect are
+// documented on the Dialect constants.
 func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	obs := Observation{Status: status}
 	if len(h) == 0 {

@@ -46,6 +46,16 @@ const (
 	fXRateLimit
 	fShopify
 	fEnvoyRateLimited
+	fHubSpotDaily
+	fHubSpotDailyRemaining
+	fHubSpotInterval
+	fHubSpotMax
+	fHubSpotRemaining
+	fHubSpotSecondly
+	fHubSpotSecondlyRemaining
+	fSforceLimitInfo
+	fMsUserQuotaRemaining
+	fMsUserQuotaResetsAfter
 
 	numFields
 )
@@ -53,40 +63,50 @@ const (
 // fieldByName maps lower-case header names to fields. It is never written
 // after initialisation.
 var fieldByName = map[string]field{
-	"date":                          fDate,
-	"retry-after":                   fRetryAfter,
-	"retry-after-ms":                fRetryAfterMs,
-	"x-ms-retry-after-ms":           fMsRetryAfterMs,
-	"stripe-should-retry":           fStripeShouldRetry,
-	"x-should-retry":                fXShouldRetry,
-	"stripe-rate-limited-reason":    fStripeRateLimitedReason,
-	"ratelimit":                     fRateLimit,
-	"ratelimit-policy":              fRateLimitPolicy,
-	"ratelimit-limit":               fRateLimitLimit,
-	"ratelimit-remaining":           fRateLimitRemaining,
-	"ratelimit-reset":               fRateLimitReset,
-	"ratelimit-name":                fRateLimitName,
-	"ratelimit-observed":            fRateLimitObserved,
-	"ratelimit-resettime":           fRateLimitResetTime,
-	"ratelimit-reason":              fRateLimitReason,
-	"beta-ratelimit":                fBetaRateLimit,
-	"beta-ratelimit-policy":         fBetaRateLimitPolicy,
-	"x-ratelimit-limit":             fXRLLimit,
-	"x-ratelimit-remaining":         fXRLRemaining,
-	"x-ratelimit-reset":             fXRLReset,
-	"x-ratelimit-used":              fXRLUsed,
-	"x-ratelimit-resource":          fXRLResource,
-	"x-ratelimit-reset-after":       fXRLResetAfter,
-	"x-ratelimit-bucket":            fXRLBucket,
-	"x-ratelimit-global":            fXRLGlobal,
-	"x-ratelimit-scope":             fXRLScope,
-	"x-ratelimit-nearlimit":         fXRLNearLimit,
-	"x-rate-limit-limit":            fXRateLimitLimit,
-	"x-rate-limit-remaining":        fXRateLimitRemaining,
-	"x-rate-limit-reset":            fXRateLimitReset,
-	"x-rate-limit":                  fXRateLimit,
-	"x-shopify-shop-api-call-limit": fShopify,
-	"x-envoy-ratelimited":           fEnvoyRateLimited,
+	"date":                                      fDate,
+	"retry-after":                               fRetryAfter,
+	"retry-after-ms":                            fRetryAfterMs,
+	"x-ms-retry-after-ms":                       fMsRetryAfterMs,
+	"stripe-should-retry":                       fStripeShouldRetry,
+	"x-should-retry":                            fXShouldRetry,
+	"stripe-rate-limited-reason":                fStripeRateLimitedReason,
+	"ratelimit":                                 fRateLimit,
+	"ratelimit-policy":                          fRateLimitPolicy,
+	"ratelimit-limit":                           fRateLimitLimit,
+	"ratelimit-remaining":                       fRateLimitRemaining,
+	"ratelimit-reset":                           fRateLimitReset,
+	"ratelimit-name":                            fRateLimitName,
+	"ratelimit-observed":                        fRateLimitObserved,
+	"ratelimit-resettime":                       fRateLimitResetTime,
+	"ratelimit-reason":                          fRateLimitReason,
+	"beta-ratelimit":                            fBetaRateLimit,
+	"beta-ratelimit-policy":                     fBetaRateLimitPolicy,
+	"x-ratelimit-limit":                         fXRLLimit,
+	"x-ratelimit-remaining":                     fXRLRemaining,
+	"x-ratelimit-reset":                         fXRLReset,
+	"x-ratelimit-used":                          fXRLUsed,
+	"x-ratelimit-resource":                      fXRLResource,
+	"x-ratelimit-reset-after":                   fXRLResetAfter,
+	"x-ratelimit-bucket":                        fXRLBucket,
+	"x-ratelimit-global":                        fXRLGlobal,
+	"x-ratelimit-scope":                         fXRLScope,
+	"x-ratelimit-nearlimit":                     fXRLNearLimit,
+	"x-rate-limit-limit":                        fXRateLimitLimit,
+	"x-rate-limit-remaining":                    fXRateLimitRemaining,
+	"x-rate-limit-reset":                        fXRateLimitReset,
+	"x-rate-limit":                              fXRateLimit,
+	"x-shopify-shop-api-call-limit":             fShopify,
+	"x-envoy-ratelimited":                       fEnvoyRateLimited,
+	"x-hubspot-ratelimit-daily":                 fHubSpotDaily,
+	"x-hubspot-ratelimit-daily-remaining":       fHubSpotDailyRemaining,
+	"x-hubspot-ratelimit-interval-milliseconds": fHubSpotInterval,
+	"x-hubspot-ratelimit-max":                   fHubSpotMax,
+	"x-hubspot-ratelimit-remaining":             fHubSpotRemaining,
+	"x-hubspot-ratelimit-secondly":              fHubSpotSecondly,
+	"x-hubspot-ratelimit-secondly-remaining":    fHubSpotSecondlyRemaining,
+	"sforce-limit-info":                         fSforceLimitInfo,
+	"x-ms-user-quota-remaining":                 fMsUserQuotaRemaining,
+	"x-ms-user-quota-resets-after":              fMsUserQuotaResetsAfter,
 }
 
 // family is a group of headers whose names end in a variable part: the
@@ -94,7 +114,9 @@ var fieldByName = map[string]field{
 type family uint8
 
 const (
-	famOpenAI            family = iota // x-ratelimit-{limit,remaining,reset}-<unit>
+	famX24Hour           family = iota // x-{app,user}-limit-24hour-<kind> (X)
+	famOpenAI                          // x-ratelimit-{limit,remaining,reset}-<unit>
+	famNamed                           // x-ratelimit-<name>-<kind> (Linear)
 	famAnthropic                       // anthropic-ratelimit-<unit>-<kind>
 	famAnthropicPriority               // anthropic-priority-<unit>-<kind>
 	famAzure                           // x-ms-ratelimit-remaining-<scope>
@@ -109,6 +131,9 @@ var familyPrefixes = [...]struct {
 	{"x-ratelimit-limit-", famOpenAI, kindLimit},
 	{"x-ratelimit-remaining-", famOpenAI, kindRemaining},
 	{"x-ratelimit-reset-", famOpenAI, kindReset},
+	{"x-ratelimit-", famNamed, 0}, // after the OpenAI prefixes, which it also matches
+	{"x-app-limit-24hour-", famX24Hour, 0},
+	{"x-user-limit-24hour-", famX24Hour, 0},
 	{"anthropic-ratelimit-", famAnthropic, 0},
 	{"anthropic-priority-", famAnthropicPriority, 0},
 	{"x-ms-ratelimit-remaining-", famAzure, kindRemaining},
@@ -244,20 +269,21 @@ func familyFields(h http.Header, n int) []familyField {
 		}
 		p := familyPrefixes[i]
 		ff := familyField{fam: p.fam, kind: p.kind, suffix: key[len(p.prefix):], value: vs[0]}
-		if p.fam == famAnthropic || p.fam == famAnthropicPriority {
+		if p.fam == famX24Hour {
+			// x-app-limit-24hour-<kind>: the policy is named after the
+			// prefix's second word; the suffix is the kind.
+			ff.suffix = key[2 : strings.IndexByte(key[2:], '-')+2]
+			if ff.kind = kindOf(key[len(p.prefix):]); ff.kind == 0 {
+				continue
+			}
+		}
+		if p.fam == famAnthropic || p.fam == famAnthropicPriority || p.fam == famNamed {
 			// <unit>-<kind>: the kind is the last word.
 			j := strings.LastIndexByte(ff.suffix, '-')
 			if j <= 0 {
 				continue
 			}
-			switch kind := ff.suffix[j+1:]; {
-			case strings.EqualFold(kind, "limit"):
-				ff.kind = kindLimit
-			case strings.EqualFold(kind, "remaining"):
-				ff.kind = kindRemaining
-			case strings.EqualFold(kind, "reset"):
-				ff.kind = kindReset
-			default:
+			if ff.kind = kindOf(ff.suffix[j+1:]); ff.kind == 0 {
 				continue
 			}
 			ff.suffix = ff.suffix[:j]
@@ -267,6 +293,20 @@ func familyFields(h http.Header, n int) []familyField {
 	}
 	sortFamilies(out)
 	return out
+}
+
+// kindOf reads the last word of a family header: "limit", "remaining" or
+// "reset", in any case; 0 for anything else.
+func kindOf(word string) countKind {
+	switch {
+	case strings.EqualFold(word, "limit"):
+		return kindLimit
+	case strings.EqualFold(word, "remaining"):
+		return kindRemaining
+	case strings.EqualFold(word, "reset"):
+		return kindReset
+	}
+	return 0
 }
 
 // has reports whether the field is present.

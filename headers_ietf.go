@@ -24,6 +24,9 @@ func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 	b.xRateLimitHyphenated(f, clk)
 	b.families(h, f, clk)
 	b.shopify(f)
+	b.hubspot(f)
+	b.salesforce(f)
+	b.azureUserQuota(f)
 }
 
 // maxPolicies bounds the policies read from one response. Real servers

@@ -130,7 +130,9 @@ const (
 	// sethvargo/go-limiter); the reset by the rule above.
 	DialectXRateLimit
 	// DialectXRateLimitHyphenated is X-Rate-Limit-Limit, -Remaining and
-	// -Reset (X/Twitter, Okta: Unix seconds, read by the rule).
+	// -Reset (X/Twitter, Okta: Unix seconds, read by the rule), and X's
+	// x-user-limit-24hour-* and x-app-limit-24hour-*, policies named
+	// "user-24hour" and "app-24hour".
 	DialectXRateLimitHyphenated
 	// DialectGitHub is X-RateLimit-* with -Used and -Resource; the resource
 	// names the policy and resets are Unix seconds.
@@ -163,7 +165,9 @@ const (
 	DialectJira
 	// DialectAzure is x-ms-ratelimit-remaining-<scope> (remaining counts
 	// only), including "x-ms-ratelimit-remaining-resource:
-	// Microsoft.Compute/HighCostGet3Min;107,...".
+	// Microsoft.Compute/HighCostGet3Min;107,...", and Resource Graph's
+	// x-ms-user-quota-remaining with x-ms-user-quota-resets-after
+	// ("hh:mm:ss"), a policy named "user-quota".
 	DialectAzure
 	// DialectEnvoy is Envoy's rate limit filter: x-envoy-ratelimited and
 	// draft-03 style x-ratelimit-* with "name" parameters.
@@ -178,6 +182,16 @@ const (
 	// DialectBitbucket is Bitbucket's X-RateLimit-Limit with -Resource
 	// (naming the policy) and -NearLimit.
 	DialectBitbucket
+	// DialectLinear is x-ratelimit-<name>-{limit,remaining,reset} (Linear:
+	// "X-RateLimit-Requests-Remaining", "X-RateLimit-Complexity-Limit"),
+	// resets read by the rule.
+	DialectLinear
+	// DialectHubSpot is X-HubSpot-RateLimit-*: -Max and -Remaining per
+	// -Interval-Milliseconds, -Secondly and -Daily with their -Remaining.
+	DialectHubSpot
+	// DialectSalesforce is "Sforce-Limit-Info: api-usage=25/5000"
+	// (used/limit).
+	DialectSalesforce
 
 	numDialects = iota
 )
@@ -203,6 +217,9 @@ var dialectNames = [numDialects + 1]string{
 	DialectStripe:               "stripe",
 	DialectKong:                 "kong",
 	DialectBitbucket:            "bitbucket",
+	DialectLinear:               "linear",
+	DialectHubSpot:              "hubspot",
+	DialectSalesforce:           "salesforce",
 }
 
 // String returns the dialect's short name, such as "ietf-draft-08" or

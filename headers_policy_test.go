@@ -548,3 +548,18 @@ func TestParseHeadersBoundsPolicies(t *testing.T) {
 	require.Len(t, obs.Policies, maxPolicies)
 	require.Equal(t, obs, ParseHeaders(h, 200, hdrNow))
 }
+
+func TestParseClockDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"00:00:05": 5 * time.Second, "01:02:03": time.Hour + 2*time.Minute + 3*time.Second,
+		" 100:00:00.5 ": 100*time.Hour + 500*time.Millisecond, "99999999999:00:00": MaxServerWait,
+	} {
+		got, ok := parseClockDuration(in)
+		require.True(t, ok, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "5", "00:05", "00:60:00", "00:00:60", "-1:00:00", "a:00:00", "00:0:05", "1.5:00:00", "00:00:5"} {
+		_, ok := parseClockDuration(in)
+		require.False(t, ok, in)
+	}
+}

@@ -321,6 +321,34 @@ func secondsFromFloat(f float64) (time.Duration, bool) {
 	return time.Duration(math.Ceil(f * float64(time.Second))), true
 }
 
+// parseClockDuration reads a duration written as a clock, "hh:mm:ss" (the
+// hours may have any number of digits, the seconds a fraction), as Azure
+// Resource Graph sends its quota resets.
+func parseClockDuration(v string) (time.Duration, bool) {
+	v = trimOWS(v)
+	h, rest, ok1 := strings.Cut(v, ":")
+	m, s, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || len(m) != 2 || len(s) < 2 {
+		return 0, false
+	}
+	hours, ok := parseCount(h)
+	if !ok || !isDecimal(h) || strings.IndexByte(h, '.') >= 0 {
+		return 0, false
+	}
+	mins, ok := parseCount(m)
+	if !ok || mins > 59 || strings.IndexByte(m, '.') >= 0 {
+		return 0, false
+	}
+	secs, ok := parseDecimalDuration(s, time.Second)
+	if !ok || secs >= time.Minute {
+		return 0, false
+	}
+	if hours > int64(MaxServerWait/time.Hour) {
+		return MaxServerWait, true
+	}
+	return min(time.Duration(hours)*time.Hour+time.Duration(mins)*time.Minute+secs, MaxServerWait), true
+}
+
 // trimOWS trims the optional white space (spaces and tabs) around a field
 // value; unlike strings.Trim it builds no character set on each call.
 func trimOWS(v string) string {

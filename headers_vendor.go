@@ -232,7 +232,8 @@ func splitUnit(suffix string) (u Unit, window time.Duration, base string, known 
 }
 
 // families reads the headers whose names end in a unit, scope or endpoint:
-// OpenAI-style, Anthropic, Azure and Zendesk.
+// X's 24-hour limits, OpenAI-style, Linear-style, Anthropic, Azure and
+// Zendesk.
 func (b *policyBuilder) families(h http.Header, f *fieldSet, clk *resetClock) {
 	if f.families == 0 {
 		return
@@ -270,16 +271,22 @@ func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 	if !known {
 		p.Name = strings.ToLower(base)
 	}
-	switch {
-	case ff.fam != famOpenAI:
+	switch ff.fam {
+	case famX24Hour:
+		p = Policy{Name: strings.ToLower(ff.suffix) + "-24hour", Unit: UnitRequests, Window: 24 * time.Hour,
+			Dialect: DialectXRateLimitHyphenated}
+	case famNamed:
+		p.Dialect = DialectLinear
+	case famAnthropic:
 		p.Dialect = DialectAnthropic
-	case p.Window > 0 && (base == "" || !known):
-		// "Minute" or "Videos-Minute": Kong's plugins. OpenAI's look-alikes
-		// put a unit before the window ("tokens-minute").
-		p.Dialect = DialectKong
-	}
-	if ff.fam == famAnthropicPriority {
-		p.Name = "priority"
+	case famAnthropicPriority:
+		p.Dialect, p.Name = DialectAnthropic, "priority"
+	case famOpenAI:
+		if p.Window > 0 && (base == "" || !known) {
+			// "Minute" or "Videos-Minute": Kong's plugins. OpenAI's
+			// look-alikes put a unit before the window ("tokens-minute").
+			p.Dialect = DialectKong
+		}
 	}
 	for _, ff := range ffs {
 		switch ff.kind {
@@ -397,4 +404,90 @@ func compareFold(a, b string) int {
 		}
 	}
 	return len(a) - len(b)
+}
+
+// hubspot reads HubSpot's X-HubSpot-RateLimit-*: the burst limit (-Max and
+// -Remaining per -Interval-Milliseconds), the per-second one (-Secondly)
+// and the daily one (-Daily).
+func (b *policyBuilder) hubspot(f *fieldSet) {
+	any := false
+	for _, p := range [...]struct {
+		limit, remaining field
+		name             string
+		window           time.Duration
+	}{
+		{fHubSpotMax, fHubSpotRemaining, "", 0},
+		{fHubSpotSecondly, fHubSpotSecondlyRemaining, "secondly", time.Second},
+		{fHubSpotDaily, fHubSpotDailyRemaining, "daily", 24 * time.Hour},
+	} {
+		pol := Policy{Name: p.name, Unit: UnitRequests, Window: p.window, Dialect: DialectHubSpot}
+		if v, ok := f.first(p.limit); ok {
+			pol.Limit, pol.HasLimit = parseCount(v)
+		}
+		if v, ok := f.first(p.remaining); ok {
+			pol.Remaining, pol.HasRemaining = parseCount(v)
+		}
+		if p.limit == fHubSpotMax {
+			if v, ok := f.first(fHubSpotInterval); ok {
+				pol.Window, _ = parseDecimalDuration(v, time.Millisecond)
+			}
+		}
+		any = any || f.has(p.limit) || f.has(p.remaining)
+		if pol.HasLimit || pol.HasRemaining {
+			b.add(pol)
+		}
+	}
+	if any || f.has(fHubSpotInterval) {
+		b.dialects = b.dialects.With(DialectHubSpot)
+	}
+}
+
+// salesforce reads "Sforce-Limit-Info: api-usage=25/5000" (used/limit),
+// possibly several, comma-separated, with a parenthesised detail
+// ("per-app-api-usage=17/250(appName=sample-connected-app)").
+func (b *policyBuilder) salesforce(f *fieldSet) {
+	v, ok := f.first(fSforceLimitInfo)
+	if !ok {
+		return
+	}
+	b.dialects = b.dialects.With(DialectSalesforce)
+	for _, item := range strings.Split(v, ",") {
+		name, usage, ok := strings.Cut(item, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			continue
+		}
+		usage, _, _ = strings.Cut(usage, "(")
+		used, limit, ok := strings.Cut(usage, "/")
+		if !ok {
+			continue
+		}
+		p := Policy{Name: name, Unit: UnitRequests, Dialect: DialectSalesforce}
+		if p.Limit, p.HasLimit = parseCount(limit); !p.HasLimit {
+			continue
+		}
+		if u, ok := parseCount(used); ok {
+			p.Remaining, p.HasRemaining = max(p.Limit-u, 0), true
+		}
+		b.add(p)
+	}
+}
+
+// azureUserQuota reads Azure Resource Graph's x-ms-user-quota-remaining and
+// x-ms-user-quota-resets-after ("hh:mm:ss").
+func (b *policyBuilder) azureUserQuota(f *fieldSet) {
+	if !f.has(fMsUserQuotaRemaining) && !f.has(fMsUserQuotaResetsAfter) {
+		return
+	}
+	b.dialects = b.dialects.With(DialectAzure)
+	p := Policy{Name: "user-quota", Unit: UnitRequests, Dialect: DialectAzure}
+	if v, ok := f.first(fMsUserQuotaRemaining); ok {
+		p.Remaining, p.HasRemaining = parseCount(v)
+	}
+	if v, ok := f.first(fMsUserQuotaResetsAfter); ok {
+		p.Reset, p.HasReset = parseClockDuration(v)
+	}
+	if p.HasRemaining || p.HasReset {
+		b.add(p)
+	}
 }
