@@ -422,6 +422,8 @@ var fuzzFieldNames = func() []string {
 		"x-ratelimit-limit-requests", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-requests",
 		"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-reset", "anthropic-priority-input-tokens-remaining",
 		"x-ms-ratelimit-remaining-resource", "x-ms-ratelimit-remaining-subscription-reads", "zendesk-ratelimit-tickets-index",
+		"x-ratelimit-limit-minute", "x-ratelimit-requests-reset", "x-ratelimit-complexity-limit", "x-user-limit-24hour-reset",
+		"x-app-limit-24hour-limit",
 	}
 	for _, fn := range fieldsByLen {
 		for _, n := range fn {
