@@ -215,10 +215,6 @@ func parseHTTPDate(v string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-var monthAbbrevs = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
-
-var dayAbbrevs = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
-
 // parseIMFFixdate reads "Sun, 06 Nov 1994 08:49:37 GMT" (or "UTC"), the form
 // nearly every server sends, without time.Parse: every Date header and
 // every date reset goes through here. It takes the names of days and months
@@ -232,23 +228,44 @@ func parseIMFFixdate(v string) (time.Time, bool) {
 	if zone := v[26:]; zone != "GMT" && zone != "UTC" {
 		return time.Time{}, false
 	}
-	num := func(s string) int {
-		n := 0
-		for i := 0; i < len(s); i++ {
-			if s[i] < '0' || s[i] > '9' {
-				return -1
-			}
-			n = n*10 + int(s[i]-'0')
+	d2 := func(i int) int { // two digits at v[i:i+2], or -1
+		a, b := int(v[i])-'0', int(v[i+1])-'0'
+		if a < 0 || a > 9 || b < 0 || b > 9 {
+			return -1
 		}
-		return n
+		return a*10 + b
 	}
-	day, year, hour, minute, sec := num(v[5:7]), num(v[12:16]), num(v[17:19]), num(v[20:22]), num(v[23:25])
-	month := 0
-	for i, m := range monthAbbrevs {
-		if v[8:11] == m {
-			month = i + 1
-			break
-		}
+	day, hour, minute, sec := d2(5), d2(17), d2(20), d2(23)
+	year := -1
+	if hi, lo := d2(12), d2(14); hi >= 0 && lo >= 0 {
+		year = hi*100 + lo
+	}
+	var month int
+	switch v[8:11] {
+	case "Jan":
+		month = 1
+	case "Feb":
+		month = 2
+	case "Mar":
+		month = 3
+	case "Apr":
+		month = 4
+	case "May":
+		month = 5
+	case "Jun":
+		month = 6
+	case "Jul":
+		month = 7
+	case "Aug":
+		month = 8
+	case "Sep":
+		month = 9
+	case "Oct":
+		month = 10
+	case "Nov":
+		month = 11
+	case "Dec":
+		month = 12
 	}
 	if month == 0 || day < 1 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
@@ -257,11 +274,10 @@ func parseIMFFixdate(v string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	// time.Parse checks the weekday name's spelling, not its truth; so do we.
-	for _, d := range dayAbbrevs {
-		if v[:3] == d {
-			secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
-			return time.Unix(secs, 0).UTC(), true
-		}
+	switch v[:3] {
+	case "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun":
+		secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+		return time.Unix(secs, 0).UTC(), true
 	}
 	return time.Time{}, false
 }

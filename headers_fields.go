@@ -211,11 +211,30 @@ func (f *fieldSet) read(h http.Header) {
 // lookupField finds the field named key, in any case.
 func lookupField(key string) (field, bool) {
 	for _, fn := range fieldsByLen[len(key)] {
-		if strings.EqualFold(key, fn.name) {
+		if equalFoldLower(key, fn.name) {
 			return fn.f, true
 		}
 	}
 	return 0, false
+}
+
+// equalFoldLower reports whether s equals lower, a lower-case ASCII string,
+// ignoring the case of ASCII letters in s. It is strings.EqualFold without
+// the Unicode cases header names never need.
+func equalFoldLower(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
@@ -248,7 +267,7 @@ func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
 // belongs to, in any case, or -1.
 func familyOf(key string) int {
 	for i, p := range familyPrefixes {
-		if len(key) > len(p.prefix) && strings.EqualFold(key[:len(p.prefix)], p.prefix) {
+		if len(key) > len(p.prefix) && equalFoldLower(key[:len(p.prefix)], p.prefix) {
 			return i
 		}
 	}

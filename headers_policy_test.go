@@ -565,3 +565,26 @@ func TestParseClockDuration(t *testing.T) {
 		require.False(t, ok, in)
 	}
 }
+
+// TestSFReaderLongLines: a line longer than the read-ahead is validated to
+// its end before anything of it is given out, so an error after the first
+// members never yields a member twice.
+func TestSFReaderLongLines(t *testing.T) {
+	read := func(lines ...string) []string {
+		var out []string
+		r := sfReader{lines: lines}
+		var it sfItem
+		for r.next(&it) {
+			q, _ := it.param(pQ)
+			out = append(out, fmt.Sprintf("%s=%v", it.val.str, q.num))
+		}
+		return out
+	}
+	long := `a;q=1, b;q=2, c;q=3, d;q=4, e;q=5, f;q=6`
+	want := []string{"a=1", "b=2", "c=3", "d=4", "e=5", "f=6"}
+	require.Equal(t, want, read(long))
+	require.Equal(t, want, read(long + ` , ` + "\t")[:6])                          // invalid at the end: read leniently, once
+	require.Equal(t, append(want, "G=7"), read(long+`, G ;q=7`))                   // the same, with a deviation
+	require.Equal(t, append(want, want...), read(long, long))                      // two lines
+	require.Equal(t, []string{"a=1", "b=2", "x=0"}, read(`a;q=1, b;q=2`, ``, `x`)) // an empty line has no members
+}

@@ -113,15 +113,28 @@ func (it *sfItem) setParam(key string, v sfValue) {
 type sfReader struct {
 	lines  []string
 	dict   bool // Dictionary members: item.key is set
-	sc     sfScanner
-	strict bool // sc is reading a line it validated
-	more   bool // sc has another member
-	fb     []sfItem
+	buf    [sfReadAhead]sfItem
+	nbuf   int       // members of the current line read ahead into buf
+	ibuf   int       // the next of them to give out
+	sc     sfScanner // reads the rest of a long line, once validated
+	strict bool      // sc is reading a line it validated
+	more   bool      // sc has another member
+	fb     []sfItem  // the current line as httpsfv or the lenient scanner read it
 }
+
+// sfReadAhead is how many members of a line are read before any is given
+// out: a line of at most that many members is scanned once; a longer one is
+// validated to its end before the rest is read.
+const sfReadAhead = 4
 
 // next reads the next member into it; false at the end.
 func (r *sfReader) next(it *sfItem) bool {
 	for {
+		if r.ibuf < r.nbuf {
+			*it = r.buf[r.ibuf]
+			r.ibuf++
+			return true
+		}
 		if r.strict && r.more {
 			r.sc.member(it) //nolint:errcheck // the line was validated
 			r.more, _ = r.sc.afterMember()
@@ -137,12 +150,8 @@ func (r *sfReader) next(it *sfItem) bool {
 		}
 		line := r.lines[0]
 		r.lines = r.lines[1:]
-		v := sfScanner{s: line, dict: r.dict}
-		switch err := v.validate(); {
+		switch err := r.readAhead(line); {
 		case err == nil:
-			r.sc = sfScanner{s: line, dict: r.dict}
-			r.sc.skipSP()
-			r.strict, r.more = true, r.sc.i < len(line)
 		case errors.Is(err, errSFUnsupported):
 			if r.fb = httpsfvItems(line, r.dict); r.fb == nil {
 				r.fb = lenientItems(line, r.dict)
@@ -151,6 +160,35 @@ func (r *sfReader) next(it *sfItem) bool {
 			r.fb = lenientItems(line, r.dict)
 		}
 	}
+}
+
+// readAhead scans the first members of a line into buf and, if there are
+// more, validates the rest so that nothing of an invalid line is given out.
+func (r *sfReader) readAhead(line string) error {
+	r.nbuf, r.ibuf = 0, 0
+	sc := sfScanner{s: line, dict: r.dict}
+	sc.skipSP()
+	more := sc.i < len(line)
+	n := 0
+	for more && n < len(r.buf) {
+		if err := sc.member(&r.buf[n]); err != nil {
+			return err
+		}
+		n++
+		var err error
+		if more, err = sc.afterMember(); err != nil {
+			return err
+		}
+	}
+	if more {
+		rest := sc
+		if err := rest.validateMembers(); err != nil {
+			return err
+		}
+		r.sc, r.strict, r.more = sc, true, true
+	}
+	r.nbuf = n
+	return nil
 }
 
 var (
@@ -171,6 +209,11 @@ func (p *sfScanner) validate() error {
 	if p.i == len(p.s) {
 		return nil // an empty field line: no members
 	}
+	return p.validateMembers()
+}
+
+// validateMembers reads members to the end of the line.
+func (p *sfScanner) validateMembers() error {
 	for {
 		var it sfItem
 		if err := p.member(&it); err != nil {
