@@ -20,15 +20,16 @@
 // window, time until reset and unit (requests, tokens, ...). Every dialect
 // in use is read into that one model (see Dialect): the IETF RateLimit
 // fields in each of their drafts, X-RateLimit-* and the vendors that give
-// it their own meaning (GitHub, Discord, Reddit, Envoy, Jira), GitLab,
-// OpenAI and its imitators, Anthropic, Kong, Azure, Zendesk, Shopify, X and
-// Okta, Stripe. Header names are matched whatever their case. Absolute
-// times are measured against the response's Date header, so a client whose
-// clock is off still reads the wait the server meant; where a dialect does
-// not say whether a number is a delay or a time, a documented rule decides.
-// Bad values never give a negative or unbounded duration. A response
-// without rate-limit headers costs no allocation; `ratecurl -explain` shows what headway reads
-// in a captured response.
+// it their own meaning (GitHub, Bitbucket, Discord, Reddit, Envoy, Jira),
+// GitLab, OpenAI and its imitators, Anthropic, Kong, Linear, Azure,
+// Zendesk, Shopify, HubSpot, Salesforce, X and Okta, Stripe. Header names
+// are matched whatever their case. Absolute times are measured against the
+// response's Date header, so a client whose clock is off still reads the
+// wait the server meant; where a dialect does not say whether a number is a
+// delay or a time, a documented rule decides. Bad values never give a
+// negative or unbounded duration. A response without rate-limit headers
+// costs no allocation; `ratecurl -explain` shows what headway reads in a
+// captured response.
 //
 // The retry layer (outer) decides, after each attempt, whether another one
 // is safe and useful, and how long to wait first:
