@@ -117,7 +117,8 @@ var ErrNoHead = errors.New("no response head in the input")
 //     are curl -v's "< " prefixes
 //     and the lines of its transcript that are not the response's ("> ",
 //     "* ");
-//   - a 1xx head followed by another head (curl -i) gives the last one;
+//   - a 1xx or 3xx head followed by another head (curl -i with 100
+//     Continue, curl -iL following redirects) gives the later one;
 //   - an HTTP/2 ":status" pseudo-header sets the status;
 //   - a line that is not "name: value" with a token for a name is ignored,
 //     a line starting with a space or tab continues the previous value
@@ -150,10 +151,11 @@ func ReadHead(r io.Reader) (Head, error) {
 		line = strings.TrimPrefix(line, "< ")
 		switch {
 		case strings.TrimSpace(line) == "":
-			if started && !(h.HasStatus && h.Status < 200 && nextIsHead(br)) {
+			interim := h.HasStatus && (h.Status < 200 || h.Status >= 300 && h.Status < 400)
+			if started && !(interim && nextIsHead(br)) {
 				return h, nil
 			}
-			if started { // the end of a 1xx head: the real one follows
+			if started { // a 1xx or a redirect: the head that follows is later
 				h, last, started = Head{Header: http.Header{}}, "", false
 			}
 		case !started && isStatusLine(line):

@@ -178,6 +178,14 @@ func TestReadHead(t *testing.T) {
 			wantHeader: hdr{"Retry-After": {"5"}},
 		},
 		{
+			name: "redirects followed (curl -iL): the last head",
+			in: "HTTP/1.1 301 Moved Permanently\nLocation: /v2\nRetry-After: 1\n\n" +
+				"HTTP/2 429\nretry-after: 7\n\n{\"error\":1}\n",
+			status:     429,
+			hasStatus:  true,
+			wantHeader: hdr{"Retry-After": {"7"}},
+		},
+		{
 			name:       "1xx head alone",
 			in:         "HTTP/1.1 103 Early Hints\nLink: </a>\n\n",
 			status:     103,
