@@ -59,7 +59,10 @@ type Observation struct {
 	// millisecond variants) was present.
 	HasRetryAfter bool
 	// RetryAfterHeader names the header RetryAfter was read from, in
-	// canonical form: "Retry-After-Ms", "X-Ms-Retry-After-Ms" or "Retry-After".
+	// canonical form: "Retry-After-Ms", "X-Ms-Retry-After-Ms",
+	// "Retry-After", or, without a valid Retry-After, the stand-ins
+	// "X-Rate-Limit-Retry-After-Seconds" (Bucket4j) and "X-Retry-In"
+	// (Traefik 1, a Go duration).
 	RetryAfterHeader string
 	// ShouldRetry is the server's explicit verdict, if it gave one.
 	ShouldRetry Verdict
@@ -136,7 +139,7 @@ func (f *fieldSet) retryAfter(c *resetClock) (time.Duration, string, bool) {
 	}
 	v, ok := f.first(fRetryAfter)
 	if !ok {
-		return 0, "", false
+		return f.retryAfterVariants()
 	}
 	var now time.Time
 	// Only a date needs the server's clock; delay-seconds skip parsing Date.
@@ -145,9 +148,26 @@ func (f *fieldSet) retryAfter(c *resetClock) (time.Duration, string, bool) {
 	}
 	d, ok := ParseRetryAfter(v, now)
 	if !ok {
-		return 0, "", false
+		return f.retryAfterVariants()
 	}
 	return d, "Retry-After", true
+}
+
+// retryAfterVariants reads the delays that servers without a Retry-After
+// send in its place: Bucket4j's X-Rate-Limit-Retry-After-Seconds, Traefik
+// 1's X-Retry-In (a Go duration, "30s").
+func (f *fieldSet) retryAfterVariants() (time.Duration, string, bool) {
+	if v, ok := f.first(fXRateLimitRetryAfterSeconds); ok {
+		if d, ok := parseDecimalDuration(v, time.Second); ok {
+			return d, "X-Rate-Limit-Retry-After-Seconds", true
+		}
+	}
+	if v, ok := f.first(fXRetryIn); ok {
+		if d, ok := parseGoDuration(trimOWS(v)); ok {
+			return d, "X-Retry-In", true
+		}
+	}
+	return 0, "", false
 }
 
 // ParseRetryAfter parses one Retry-After value (RFC 9110, section 10.2.3):

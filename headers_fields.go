@@ -18,6 +18,8 @@ const (
 	fStripeShouldRetry
 	fXShouldRetry
 	fStripeRateLimitedReason
+	fXRateLimitRetryAfterSeconds
+	fXRetryIn
 
 	fRateLimit // first of the fields that announce limits
 	fRateLimitPolicy
@@ -70,6 +72,8 @@ var fieldByName = map[string]field{
 	"stripe-should-retry":                       fStripeShouldRetry,
 	"x-should-retry":                            fXShouldRetry,
 	"stripe-rate-limited-reason":                fStripeRateLimitedReason,
+	"x-rate-limit-retry-after-seconds":          fXRateLimitRetryAfterSeconds,
+	"x-retry-in":                                fXRetryIn,
 	"ratelimit":                                 fRateLimit,
 	"ratelimit-policy":                          fRateLimitPolicy,
 	"ratelimit-limit":                           fRateLimitLimit,
@@ -132,6 +136,9 @@ var familyPrefixes = [...]struct {
 	{"x-ratelimit-remaining-", famOpenAI, kindRemaining},
 	{"x-ratelimit-reset-", famOpenAI, kindReset},
 	{"x-ratelimit-", famNamed, 0}, // after the OpenAI prefixes, which it also matches
+	{"x-rate-limit-limit-", famOpenAI, kindLimit}, // Azure OpenAI's hyphenated spelling
+	{"x-rate-limit-remaining-", famOpenAI, kindRemaining},
+	{"x-rate-limit-reset-", famOpenAI, kindReset},
 	{"x-app-limit-24hour-", famX24Hour, 0},
 	{"x-user-limit-24hour-", famX24Hour, 0},
 	{"anthropic-ratelimit-", famAnthropic, 0},

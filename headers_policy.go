@@ -141,8 +141,11 @@ const (
 	// its RateLimit-Reset is a Unix time, unlike the IETF delay.
 	DialectGitLab
 	// DialectOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens}
-	// with resets as Go durations; a window word in the suffix
-	// ("tokens-minute") gives the window.
+	// with resets as Go durations, and its imitators (Azure OpenAI, also
+	// spelled x-rate-limit-*; Groq; Mistral's "req"; Cerebras; Fireworks'
+	// "tokens-prompt" and "tokens-generated" as input and output tokens). A
+	// window in the suffix ("tokens-minute", "req-60-second") gives the
+	// window. Counts of -1 (Azure's "not reported") are ignored.
 	DialectOpenAI
 	// DialectAnthropic is anthropic-ratelimit-<unit>-{limit,remaining,reset}
 	// with RFC 3339 resets, one policy per unit; anthropic-priority-* gives
@@ -176,8 +179,9 @@ const (
 	DialectStripe
 	// DialectKong is Kong's rate limiting plugins: X-RateLimit-Limit-<window>
 	// and X-RateLimit-Remaining-<window> ("Minute", "Hour", ...; a month is
-	// 30 days), or -<name>-<window> for response rate limiting, beside
-	// draft-03 RateLimit-* for the window closest to its limit.
+	// 30 days; a number is seconds, as Rate Limiting Advanced sends), or
+	// -<name>-<window> for response rate limiting, beside draft-03
+	// RateLimit-* for the window closest to its limit.
 	DialectKong
 	// DialectBitbucket is Bitbucket's X-RateLimit-Limit with -Resource
 	// (naming the policy) and -NearLimit.

@@ -169,13 +169,13 @@ func (b *policyBuilder) shopify(f *fieldSet) {
 
 // knownUnits ranks the units that header suffixes name, in the order their
 // policies are listed; unitAliases are other spellings of them (Mistral's
-// "x-ratelimit-limit-req-minute").
+// "x-ratelimit-limit-req-minute", Fireworks' "x-ratelimit-limit-tokens-prompt").
 var (
 	knownUnits  = [...]Unit{UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens}
 	unitAliases = [...]struct {
 		alias string
 		rank  int
-	}{{"req", 0}, {"request", 0}, {"token", 1}}
+	}{{"req", 0}, {"request", 0}, {"token", 1}, {"tokens-prompt", 2}, {"tokens-generated", 3}}
 )
 
 // windowWords end the suffixes that give a policy's window:
@@ -195,24 +195,15 @@ var windowWords = [...]struct {
 }
 
 // splitUnit reads a header suffix such as "tokens", "requests-day",
-// "minute" or "videos-minute" into a unit and a window (0 when not given).
-// base is what remains of the suffix once the window is cut off; known
-// reports whether it is empty or names a known unit (otherwise the policy is
-// named after it). rank orders the units for listing.
+// "minute", "videos-minute", "req-60-second" or "30" (seconds, Kong
+// Enterprise) into a unit and a window (0 when not given). base is what
+// remains of the suffix once the window is cut off; known reports whether
+// it is empty or names a known unit (otherwise the policy is named after
+// it). rank orders the units for listing.
 func splitUnit(suffix string) (u Unit, window time.Duration, base string, known bool, rank int) {
-	base = suffix
-	for _, w := range windowWords {
-		n := len(suffix) - len(w.word)
-		if n < 0 || !strings.EqualFold(suffix[n:], w.word) {
-			continue
-		}
-		if n == 0 {
-			return UnitRequests, w.d, "", true, 0
-		}
-		if suffix[n-1] == '-' || suffix[n-1] == '_' {
-			base, window = suffix[:n-1], w.d
-			break
-		}
+	base, window = cutWindow(suffix)
+	if base == "" {
+		return UnitRequests, window, "", true, 0
 	}
 	for i, ku := range knownUnits {
 		if strings.EqualFold(base, string(ku)) {
@@ -229,6 +220,60 @@ func splitUnit(suffix string) (u Unit, window time.Duration, base string, known 
 		u = UnitTokens
 	}
 	return u, window, base, false, len(knownUnits)
+}
+
+// cutWindow cuts a window off the end of a header suffix: a window word,
+// possibly counted ("minute", "req-minute", "req-60-second",
+// "tokens-5-minute"), or a whole suffix of digits, a number of seconds.
+// It returns the rest and the window, or the suffix and 0.
+func cutWindow(suffix string) (string, time.Duration) {
+	if isDigits(suffix) {
+		if n, ok := parseCount(suffix); ok && n > 0 {
+			return "", seconds(n)
+		}
+		return suffix, 0
+	}
+	for _, w := range windowWords {
+		n := len(suffix) - len(w.word)
+		if n < 0 || !strings.EqualFold(suffix[n:], w.word) {
+			continue
+		}
+		rest := suffix[:n]
+		if rest == "" {
+			return "", w.d
+		}
+		if c := rest[len(rest)-1]; c != '-' && c != '_' {
+			continue // "xminute" is no window
+		}
+		rest = rest[:len(rest)-1]
+		// A count before the word: "60-second", "req-60-second".
+		i := strings.LastIndexAny(rest, "-_")
+		if count := rest[i+1:]; isDigits(count) {
+			if k, ok := parseCount(count); ok && k > 0 {
+				return rest[:max(i, 0)], min(time.Duration(min(k, int64(MaxServerWait/w.d)))*w.d, MaxServerWait)
+			}
+		}
+		return rest, w.d
+	}
+	return suffix, 0
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// seconds converts a count of seconds to a duration, clamped.
+func seconds(n int64) time.Duration {
+	if n > int64(MaxServerWait/time.Second) {
+		return MaxServerWait
+	}
+	return time.Duration(n) * time.Second
 }
 
 // families reads the headers whose names end in a unit, scope or endpoint:
@@ -277,6 +322,17 @@ func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 			Dialect: DialectXRateLimitHyphenated}
 	case famNamed:
 		p.Dialect = DialectLinear
+		if !known {
+			// "complexity" counts points, not requests; "endpoint-requests"
+			// names an endpoint's requests.
+			p.Unit, p.Name = Unit(strings.ToLower(base)), ""
+			for _, ku := range knownUnits {
+				if n := len(base) - len(ku) - 1; n > 0 && base[n] == '-' && strings.EqualFold(base[n+1:], string(ku)) {
+					p.Unit, p.Name = ku, strings.ToLower(base[:n])
+					break
+				}
+			}
+		}
 	case famAnthropic:
 		p.Dialect = DialectAnthropic
 	case famAnthropicPriority:
@@ -288,24 +344,33 @@ func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 			p.Dialect = DialectKong
 		}
 	}
+	counted := false // a limit or remaining header was present
 	for _, ff := range ffs {
 		switch ff.kind {
 		case kindLimit:
 			p.Limit, p.HasLimit = parseCount(ff.value)
+			counted = true
 		case kindRemaining:
 			p.Remaining, p.HasRemaining = parseCount(ff.value)
+			counted = true
 		case kindReset:
 			p.Reset, p.HasReset = parseReset(ff.value, resetAuto, clk)
 		}
+	}
+	if counted && !p.HasLimit && !p.HasRemaining {
+		// Azure OpenAI's "-1" (not reported) for both counts: its reset
+		// says nothing either.
+		return
+	}
+	if !p.HasLimit && !p.HasRemaining && !p.HasReset {
+		return // nothing readable ("x-ratelimit-over-limit: yes")
 	}
 	b.dialects = b.dialects.With(p.Dialect)
 	if p.Dialect == DialectKong {
 		b.addOrMerge(p) // Kong repeats its tightest window in RateLimit-*
 		return
 	}
-	if p.HasLimit || p.HasRemaining || p.HasReset {
-		b.add(p)
-	}
+	b.add(p)
 }
 
 // azure reads x-ms-ratelimit-remaining-<scope>: a remaining count, or for
