@@ -135,7 +135,7 @@ var familyPrefixes = [...]struct {
 	{"x-ratelimit-limit-", famOpenAI, kindLimit},
 	{"x-ratelimit-remaining-", famOpenAI, kindRemaining},
 	{"x-ratelimit-reset-", famOpenAI, kindReset},
-	{"x-ratelimit-", famNamed, 0}, // after the OpenAI prefixes, which it also matches
+	{"x-ratelimit-", famNamed, 0},                 // after the OpenAI prefixes, which it also matches
 	{"x-rate-limit-limit-", famOpenAI, kindLimit}, // Azure OpenAI's hyphenated spelling
 	{"x-rate-limit-remaining-", famOpenAI, kindRemaining},
 	{"x-rate-limit-reset-", famOpenAI, kindReset},
