@@ -58,6 +58,16 @@ const (
 	fSforceLimitInfo
 	fMsUserQuotaRemaining
 	fMsUserQuotaResetsAfter
+	fXRateLimitDuration
+	fXRLNext
+	fXRLBurstCapacity
+	fTokenLimitLimit
+	fTokenLimitRemaining
+	fFastlyRemaining
+	fFastlyReset
+	fAkamaiLimit
+	fAkamaiRemaining
+	fAkamaiNext
 
 	numFields
 )
@@ -110,6 +120,16 @@ var fieldByName = map[string]field{
 	"x-hubspot-ratelimit-secondly-remaining":    fHubSpotSecondlyRemaining,
 	"sforce-limit-info":                         fSforceLimitInfo,
 	"x-ms-user-quota-remaining":                 fMsUserQuotaRemaining,
+	"x-rate-limit-duration":                     fXRateLimitDuration,
+	"x-ratelimit-next":                          fXRLNext,
+	"x-ratelimit-burst-capacity":                fXRLBurstCapacity,
+	"x-tokenlimit-limit":                        fTokenLimitLimit,
+	"x-tokenlimit-remaining":                    fTokenLimitRemaining,
+	"fastly-ratelimit-remaining":                fFastlyRemaining,
+	"fastly-ratelimit-reset":                    fFastlyReset,
+	"akamai-ratelimit-limit":                    fAkamaiLimit,
+	"akamai-ratelimit-remaining":                fAkamaiRemaining,
+	"akamai-ratelimit-next":                     fAkamaiNext,
 	"x-ms-user-quota-resets-after":              fMsUserQuotaResetsAfter,
 }
 
@@ -200,7 +220,7 @@ func (f *fieldSet) read(h http.Header) {
 			continue
 		}
 		switch key[0] | 0x20 { // cheap rejection of most other headers
-		case 'a', 'b', 'd', 'r', 's', 'x', 'z':
+		case 'a', 'b', 'd', 'f', 'r', 's', 'x', 'z':
 		default:
 			continue
 		}

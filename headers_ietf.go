@@ -27,6 +27,7 @@ func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 	b.hubspot(f)
 	b.salesforce(f)
 	b.azureUserQuota(f)
+	b.simpleVendors(f, clk)
 }
 
 // maxPolicies bounds the policies read from one response. Real servers

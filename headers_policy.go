@@ -127,10 +127,15 @@ const (
 	DialectIETFDraft08
 	// DialectXRateLimit is the de facto X-RateLimit-Limit, -Remaining and
 	// -Reset (go-chi/httprate, express-rate-limit's legacy headers,
-	// sethvargo/go-limiter); the reset by the rule above.
+	// sethvargo/go-limiter); the reset by the rule above. A draft-03 list
+	// in X-RateLimit-Limit ("100, 100;window=60") is read as one, and
+	// Spring Cloud Gateway's X-RateLimit-Burst-Capacity stands for a
+	// missing limit.
 	DialectXRateLimit
 	// DialectXRateLimitHyphenated is X-Rate-Limit-Limit, -Remaining and
-	// -Reset (X/Twitter, Okta: Unix seconds, read by the rule), and X's
+	// -Reset (X/Twitter, Okta: Unix seconds, read by the rule; tollbooth's
+	// X-Rate-Limit-Duration gives the window, and AspNetCoreRateLimit's
+	// period in place of the limit, "1m", too), and X's
 	// x-user-limit-24hour-* and x-app-limit-24hour-*, policies named
 	// "user-24hour" and "app-24hour".
 	DialectXRateLimitHyphenated
@@ -196,6 +201,12 @@ const (
 	// DialectSalesforce is "Sforce-Limit-Info: api-usage=25/5000"
 	// (used/limit).
 	DialectSalesforce
+	// DialectFastly is Fastly's API: Fastly-RateLimit-Remaining and
+	// Fastly-RateLimit-Reset (a Unix time).
+	DialectFastly
+	// DialectAkamai is Akamai's APIs: Akamai-RateLimit-Limit, -Remaining
+	// and -Next (RFC 3339), and X-RateLimit-Next in older ones.
+	DialectAkamai
 
 	numDialects = iota
 )
@@ -224,6 +235,8 @@ var dialectNames = [numDialects + 1]string{
 	DialectLinear:               "linear",
 	DialectHubSpot:              "hubspot",
 	DialectSalesforce:           "salesforce",
+	DialectFastly:               "fastly",
+	DialectAkamai:               "akamai",
 }
 
 // String returns the dialect's short name, such as "ietf-draft-08" or

@@ -532,6 +532,12 @@ func lenientItems(line string, dict bool) []sfItem {
 			if k == "" {
 				continue
 			}
+			if !hasValue && k[0] == '"' && !dict {
+				// A second quoted string: Hugging Face writes the policy's
+				// type, then its name ("fixed window";"api";q=500).
+				item.val = lenientValue(p)
+				continue
+			}
 			params++
 			val := sfValue{kind: sfBool, b: true}
 			if hasValue {

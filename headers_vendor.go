@@ -30,6 +30,8 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		d = DialectEnvoy
 	case f.has(fXRLNearLimit) || f.has(fRateLimitReason) || f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy):
 		d = DialectJira
+	case f.has(fXRLNext):
+		d = DialectAkamai
 	default:
 		d = DialectXRateLimit
 	}
@@ -76,7 +78,14 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	if v, ok := f.first(fXRLReset); ok && !p.HasReset {
 		p.Reset, p.HasReset = parseReset(v, resetFormat, clk)
 	}
-	if d == DialectXRateLimit || d == DialectJira {
+	if v, ok := f.first(fXRLNext); ok && !p.HasReset { // Akamai's older spelling
+		p.Reset, p.HasReset = parseReset(v, resetAuto, clk)
+	}
+	if v, ok := f.first(fXRLBurstCapacity); ok && !p.HasLimit {
+		// Spring Cloud Gateway: the bucket's size is the most it admits at once.
+		p.Limit, p.HasLimit = parseCount(v)
+	}
+	if d == DialectXRateLimit || d == DialectJira || d == DialectAkamai {
 		b.addOrMerge(p)
 		return
 	}
@@ -97,7 +106,10 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
 	}
 	b.dialects = b.dialects.With(p.Dialect)
 	if ok {
-		p.Limit, p.HasLimit = parseCount(limit)
+		if p.Limit, p.HasLimit = parseCount(limit); !p.HasLimit {
+			// AspNetCoreRateLimit sends its period here ("1m"), not a count.
+			p.Window, _ = parsePeriod(limit)
+		}
 	}
 	if v, ok := f.first(fXRateLimitRemaining); ok {
 		p.Remaining, p.HasRemaining = parseCount(v)
@@ -105,7 +117,24 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
 	if v, ok := f.first(fXRateLimitReset); ok {
 		p.Reset, p.HasReset = parseReset(v, resetAuto, clk)
 	}
+	if v, ok := f.first(fXRateLimitDuration); ok && p.Window == 0 {
+		p.Window, _ = parsePeriod(v) // tollbooth: "1" (seconds) or "1h0m0s"
+	}
 	b.addOrMerge(p)
+}
+
+// parsePeriod reads a window: a number of seconds ("1"), a Go duration
+// ("1m", "1h0m0s") or a number of days ("1d").
+func parsePeriod(v string) (time.Duration, bool) {
+	v = trimOWS(v)
+	if isDecimal(v) {
+		return parseDecimalDuration(v, time.Second)
+	}
+	if n := len(v) - 1; n > 0 && (v[n] == 'd' || v[n] == 'D') && isDigits(v[:n]) {
+		days, _ := parseCount(v[:n])
+		return seconds(min(days, int64(MaxServerWait/(24*time.Hour))) * 86400), true
+	}
+	return parseGoDuration(v)
 }
 
 // isLimitList reports whether an X-RateLimit-Limit value is a draft-03 list
@@ -554,5 +583,34 @@ func (b *policyBuilder) azureUserQuota(f *fieldSet) {
 	}
 	if p.HasRemaining || p.HasReset {
 		b.add(p)
+	}
+}
+
+// simpleVendors reads the vendors whose fields map one to one onto a
+// policy: Together's token headers, Fastly's and Akamai's API limits.
+func (b *policyBuilder) simpleVendors(f *fieldSet, clk *resetClock) {
+	for _, v := range [...]struct {
+		limit, remaining, reset field // 0 (which is fDate) for none
+		unit                    Unit
+		d                       Dialect
+	}{
+		{fTokenLimitLimit, fTokenLimitRemaining, 0, UnitTokens, DialectOpenAI},
+		{0, fFastlyRemaining, fFastlyReset, UnitRequests, DialectFastly},
+		{fAkamaiLimit, fAkamaiRemaining, fAkamaiNext, UnitRequests, DialectAkamai},
+	} {
+		p := Policy{Unit: v.unit, Dialect: v.d}
+		if s, ok := f.first(v.limit); ok && v.limit != 0 {
+			p.Limit, p.HasLimit = parseCount(s)
+		}
+		if s, ok := f.first(v.remaining); ok && v.remaining != 0 {
+			p.Remaining, p.HasRemaining = parseCount(s)
+		}
+		if s, ok := f.first(v.reset); ok && v.reset != 0 {
+			p.Reset, p.HasReset = parseReset(s, resetAuto, clk)
+		}
+		if p.HasLimit || p.HasRemaining || p.HasReset {
+			b.dialects = b.dialects.With(v.d)
+			b.add(p)
+		}
 	}
 }
