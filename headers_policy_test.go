@@ -588,3 +588,46 @@ func TestSFReaderLongLines(t *testing.T) {
 	require.Equal(t, append(want, want...), read(long, long))                      // two lines
 	require.Equal(t, []string{"a=1", "b=2", "x=0"}, read(`a;q=1, b;q=2`, ``, `x`)) // an empty line has no members
 }
+
+func TestSplitUnit(t *testing.T) {
+	for _, tt := range []struct {
+		suffix string
+		unit   Unit
+		window time.Duration
+		base   string
+		known  bool
+	}{
+		{"requests", UnitRequests, 0, "requests", true},
+		{"Tokens", UnitTokens, 0, "Tokens", true},
+		{"requests-day", UnitRequests, 24 * time.Hour, "requests", true},
+		{"tokens_minute", UnitTokens, time.Minute, "tokens", true},
+		{"Minute", UnitRequests, time.Minute, "", true},                  // Kong
+		{"30", UnitRequests, 30 * time.Second, "", true},                 // Kong Enterprise
+		{"Req-60-Second", UnitRequests, time.Minute, "Req", true},        // Mistral
+		{"tokens-5-minute", UnitTokens, 5 * time.Minute, "tokens", true}, // a counted window
+		{"videos-hour", UnitRequests, time.Hour, "videos", false},        // Kong response rate limiting
+		{"tokens-prompt", UnitInputTokens, 0, "tokens-prompt", true},     // Fireworks
+		{"images", UnitRequests, 0, "images", false},
+		{"xminute", UnitRequests, 0, "xminute", false},
+		{"0", UnitRequests, 0, "0", false},
+		{"99999999999999999999-day", UnitRequests, MaxServerWait, "", true},
+	} {
+		u, w, base, known, _ := splitUnit(tt.suffix)
+		require.Equal(t, []any{tt.unit, tt.window, tt.base, tt.known}, []any{u, w, base, known}, tt.suffix)
+	}
+}
+
+func TestParsePeriod(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"1": time.Second, "1.5": 1500 * time.Millisecond, "1m": time.Minute, "1h0m0s": time.Hour, "2d": 48 * time.Hour,
+		"99999999999999d": MaxServerWait,
+	} {
+		got, ok := parsePeriod(in)
+		require.True(t, ok, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "d", "-1", "1w", "m"} {
+		_, ok := parsePeriod(in)
+		require.False(t, ok, in)
+	}
+}
