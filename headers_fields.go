@@ -192,7 +192,7 @@ type familyField struct {
 type fieldSet struct {
 	vals     [numFields][]string
 	families int  // how many headers of families were seen
-	any      bool // some field was found
+	any      bool // some field other than Date was found
 	limits   bool // some field that announces limits was found
 }
 
@@ -265,7 +265,9 @@ func equalFoldLower(s, lower string) bool {
 }
 
 func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
-	f.any = true
+	if fl != fDate { // a Date alone says nothing about rate limits
+		f.any = true
+	}
 	if fl >= fRateLimit {
 		f.limits = true
 	}
