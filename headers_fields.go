@@ -190,11 +190,24 @@ type familyField struct {
 // over the header map with names compared without regard to case. Family
 // headers are only noted; familyFields collects them when they are needed.
 type fieldSet struct {
-	vals     [numFields][]string
-	families int  // how many headers of families were seen
-	any      bool // some field other than Date was found
-	limits   bool // some field that announces limits was found
+	vals      [numFields][]string
+	families  int    // how many headers of families were seen
+	spellings uint64 // bit f: field f was found under several spellings
+	any       bool   // some field other than Date was found
+	limits    bool   // some field that announces limits was found
 }
+
+// fieldNames is fieldByName inverted. It is never written after
+// initialisation.
+var fieldNames = func() (t [numFields]string) {
+	for name, f := range fieldByName {
+		t[f] = name
+	}
+	return t
+}()
+
+// A fieldSet's spellings is a bitset of fields: they must fit.
+const _ uint64 = 1 << (numFields - 1)
 
 // fieldsByLen indexes fieldByName by name length, so that a lookup compares
 // a few strings instead of hashing. It is never written after
@@ -228,11 +241,26 @@ func (f *fieldSet) read(h http.Header) {
 			f.add(h, fl, key, vs)
 			continue
 		}
-		if familyOf(key) >= 0 {
+		if i := familyOf(key); i >= 0 && familyKindOK(key, familyPrefixes[i].prefix, familyPrefixes[i].fam) {
 			f.families++
 			f.any, f.limits = true, true
 		}
 	}
+	if f.spellings != 0 {
+		f.mergeSpellings(h)
+	}
+}
+
+// familyKindOK reports whether a family header whose kind is its last word
+// ends in one ("x-ratelimit-requests-limit"), so that unrelated headers
+// sharing a prefix ("X-RateLimit-Policy") cost nothing.
+func familyKindOK(key, prefix string, fam family) bool {
+	switch fam {
+	case famNamed, famAnthropic, famAnthropicPriority, famX24Hour:
+		rest := key[len(prefix):]
+		return kindOf(rest[strings.LastIndexByte(rest, '-')+1:]) != 0
+	}
+	return true
 }
 
 // lookupField finds the field named key, in any case.
@@ -276,20 +304,32 @@ func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
 		return
 	}
 	// The same field under several spellings of its name (rare: net/http
-	// canonicalises what it reads). Take the lines of every spelling, in
-	// the order of the keys, so the result does not depend on map order.
-	var keys []string
-	for k := range h {
-		if strings.EqualFold(k, key) && len(h[k]) > 0 {
-			keys = append(keys, k)
+	// canonicalises what it reads): merged once the pass is over.
+	f.spellings |= 1 << fl
+}
+
+// mergeSpellings takes, for each field found under several spellings of
+// its name, the lines of every spelling in the order of the keys, so that
+// the result does not depend on map order. One more pass over the map, and
+// a sort, per such field.
+func (f *fieldSet) mergeSpellings(h http.Header) {
+	for fl := field(0); fl < numFields; fl++ {
+		if f.spellings&(1<<fl) == 0 {
+			continue
 		}
+		var keys []string
+		for k, vs := range h {
+			if len(vs) > 0 && len(k) == len(fieldNames[fl]) && equalFoldLower(k, fieldNames[fl]) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		var merged []string
+		for _, k := range keys {
+			merged = append(merged, h[k]...)
+		}
+		f.vals[fl] = merged
 	}
-	slices.Sort(keys)
-	var merged []string
-	for _, k := range keys {
-		merged = append(merged, h[k]...)
-	}
-	f.vals[fl] = merged
 }
 
 // familyOf returns the index in familyPrefixes of the family a header name

@@ -35,14 +35,17 @@ func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
 // items or headers) from costing more than linear time.
 const maxPolicies = 64
 
-func (b *policyBuilder) add(p Policy) {
+// add appends p, unless maxPolicies are already there; it reports whether
+// it did.
+func (b *policyBuilder) add(p Policy) bool {
 	if len(b.out) >= maxPolicies {
-		return
+		return false
 	}
 	if b.out == nil {
 		b.out = make([]Policy, 0, 2) // most responses announce one or two
 	}
 	b.out = append(b.out, p)
+	return true
 }
 
 // group is a run of policies read from one dialect's fields, among which
@@ -57,10 +60,10 @@ func (b *policyBuilder) group() group { return group{b: b, start: len(b.out)} }
 
 func (g *group) policies() []Policy { return g.b.out[g.start:] }
 
-func (g *group) isMatched(i int) bool { return i < 64 && g.matched&(1<<i) != 0 }
+func (g *group) isMatched(i int) bool { return i >= 0 && i < 64 && g.matched&(1<<i) != 0 }
 
 func (g *group) setMatched(i int) {
-	if i < 64 {
+	if i >= 0 && i < 64 {
 		g.matched |= 1 << i
 	}
 }
@@ -139,8 +142,9 @@ func (g *group) currentNamed(cur Policy) {
 		fillCurrent(p, cur)
 		return
 	}
-	g.b.add(cur)
-	g.setMatched(len(g.policies()) - 1)
+	if g.b.add(cur) {
+		g.setMatched(len(g.policies()) - 1)
+	}
 }
 
 // currentLegacy merges an unnamed current state (-03 to -07, Envoy) into the
@@ -160,8 +164,9 @@ func (g *group) currentLegacy(cur Policy) {
 		}
 	}
 	if cur.HasLimit || cur.HasRemaining || cur.HasReset {
-		g.b.add(cur)
-		g.setMatched(len(g.policies()) - 1)
+		if g.b.add(cur) {
+			g.setMatched(len(g.policies()) - 1)
+		}
 	}
 }
 

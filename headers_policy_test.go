@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -630,4 +632,55 @@ func TestParsePeriod(t *testing.T) {
 		_, ok := parsePeriod(in)
 		require.False(t, ok, in)
 	}
+}
+
+// TestParseHeadersFullGroups: once maxPolicies are read, the current state
+// of a later group has nowhere to go; that is no reason to fail.
+func TestParseHeadersFullGroups(t *testing.T) {
+	var b strings.Builder
+	for i := range 70 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `"p%d";q=10;w=60`, i)
+	}
+	for _, extra := range []http.Header{
+		{"Beta-Ratelimit": {`"x";r=1`}},
+		{"X-Ratelimit-Limit": {"10, 10;w=60"}, "X-Ratelimit-Remaining": {"3"}},
+		{"Ratelimit": {`"zz";r=1`}},
+		{"Ratelimit": {`limit=5, remaining=1`}},
+	} {
+		h := http.Header{"Ratelimit-Policy": {b.String()}}
+		for k, v := range extra {
+			h[k] = v
+		}
+		require.NotPanics(t, func() {
+			obs := ParseHeaders(h, 429, hdrNow)
+			require.Len(t, obs.Policies, maxPolicies)
+		})
+	}
+}
+
+// TestParseHeadersManySpellings: one header under thousands of spellings
+// of its name is merged once, in the order of the keys.
+func TestParseHeadersManySpellings(t *testing.T) {
+	h := http.Header{}
+	name := "x-ms-retry-after-ms"
+	for i := range 4096 {
+		b := []byte(name)
+		for j := range b {
+			if i&(1<<(j%12)) != 0 && b[j] >= 'a' && b[j] <= 'z' {
+				b[j] -= 'a' - 'A'
+			}
+		}
+		h[string(b)] = []string{fmt.Sprint(i + 1)}
+	}
+	obs := ParseHeaders(h, 429, hdrNow)
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want, _ := strconv.Atoi(h[keys[0]][0])
+	require.Equal(t, time.Duration(want)*time.Millisecond, obs.RetryAfter)
 }

@@ -127,70 +127,124 @@ var ErrNoHead = errors.New("no response head in the input")
 //
 // Anything after the blank line that ends the head (a body) is not read.
 func ReadHead(r io.Reader) (Head, error) {
-	br := bufio.NewReader(io.LimitReader(r, MaxHeadBytes))
-	h := Head{Header: http.Header{}}
-	var (
-		last    string // the canonical key of the last header line
-		started bool
-		indent  string // of the first line, stripped from every line
-	)
+	rd := headReader{br: bufio.NewReader(io.LimitReader(r, MaxHeadBytes)), h: newHead()}
+	return rd.read()
+}
+
+func newHead() Head { return Head{Header: http.Header{}} }
+
+// headReader is ReadHead's state.
+type headReader struct {
+	br      *bufio.Reader
+	h       Head  // the head being read
+	started bool  // h has a status line or a header line
+	interim *Head // a finished 1xx or 3xx head, kept unless another head follows
+	indent  string
+	last    string          // the canonical key of the last header line
+	fold    strings.Builder // continuation lines of last's value, not yet joined
+}
+
+func (rd *headReader) read() (Head, error) {
 	for {
-		line, err := br.ReadString('\n')
+		line, err := rd.br.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return Head{}, fmt.Errorf("reading the response head: %w", err)
 		}
-		eof := err != nil
-		line = strings.TrimRight(line, "\r\n")
-		if indent == "" && !started && strings.TrimSpace(line) != "" {
-			indent = line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		if done, h := rd.line(strings.TrimRight(line, "\r\n")); done {
+			return nonEmpty(h)
 		}
-		line = strings.TrimPrefix(line, indent)
-		if isCurlNoise(line) {
-			line = "x" // neither blank nor a header: ignored below
-		}
-		line = strings.TrimPrefix(line, "< ")
-		switch {
-		case strings.TrimSpace(line) == "":
-			interim := h.HasStatus && (h.Status < 200 || h.Status >= 300 && h.Status < 400)
-			if started && !(interim && nextIsHead(br)) {
-				return h, nil
+		if err != nil { // the end of the input
+			rd.flushFold()
+			switch {
+			case rd.started:
+				return nonEmpty(rd.h)
+			case rd.interim != nil:
+				return nonEmpty(*rd.interim)
 			}
-			if started { // a 1xx or a redirect: the head that follows is later
-				h, last, started = Head{Header: http.Header{}}, "", false
-			}
-		case !started && isStatusLine(line):
-			started = true
-			h.Status, h.HasStatus = parseStatusLine(line)
-		case (line[0] == ' ' || line[0] == '\t') && last != "":
-			vs := h.Header[last]
-			vs[len(vs)-1] = strings.TrimSpace(vs[len(vs)-1] + " " + strings.TrimSpace(line))
-		default:
-			name, value, ok := strings.Cut(line, ":")
-			if strings.HasPrefix(line, ":") { // ":status: 429"
-				name, value, ok = strings.Cut(line[1:], ":")
-				if ok && strings.EqualFold(strings.TrimSpace(name), "status") {
-					if code, err := strconv.Atoi(strings.TrimSpace(value)); err == nil && code >= 100 && code <= 999 {
-						h.Status, h.HasStatus, started = code, true, true
-					}
-				}
-				break
-			}
-			name = strings.TrimSpace(name)
-			if !ok || !isToken(name) {
-				last = "" // not a header line: ignored
-				break
-			}
-			started = true
-			last = textproto.CanonicalMIMEHeaderKey(name)
-			h.Header[last] = append(h.Header[last], strings.Trim(value, " \t"))
-		}
-		if eof {
-			if !started {
-				return Head{}, ErrNoHead
-			}
-			return h, nil
+			return Head{}, ErrNoHead
 		}
 	}
+}
+
+// nonEmpty returns h, or ErrNoHead when it has neither a status nor a
+// header (a status line too garbled to read, and nothing else).
+func nonEmpty(h Head) (Head, error) {
+	if !h.HasStatus && len(h.Header) == 0 {
+		return Head{}, ErrNoHead
+	}
+	return h, nil
+}
+
+// line reads one line; done is true when the head is complete.
+func (rd *headReader) line(line string) (done bool, h Head) {
+	if rd.indent == "" && !rd.started && strings.TrimSpace(line) != "" {
+		rd.indent = line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+	}
+	line = strings.TrimPrefix(line, rd.indent)
+	if isCurlNoise(line) {
+		return false, Head{}
+	}
+	line = strings.TrimPrefix(line, "< ")
+	blank := strings.TrimSpace(line) == ""
+	if !blank && (line[0] == ' ' || line[0] == '\t') && rd.last != "" {
+		rd.fold.WriteByte(' ')
+		rd.fold.WriteString(strings.TrimSpace(line))
+		return false, Head{}
+	}
+	rd.flushFold()
+	switch {
+	case blank:
+		if !rd.started {
+			return false, Head{} // leading blank lines
+		}
+		if s := rd.h.Status; rd.h.HasStatus && (s < 200 || s >= 300 && s < 400) {
+			// A 1xx or a redirect: another head may follow (curl -i, -iL).
+			h := rd.h
+			rd.interim, rd.h, rd.started, rd.last = &h, newHead(), false, ""
+			return false, Head{}
+		}
+		return true, rd.h
+	case isStatusLine(line) && !rd.started:
+		rd.interim, rd.started = nil, true
+		rd.h.Status, rd.h.HasStatus = parseStatusLine(line)
+		return false, Head{}
+	case strings.HasPrefix(line, ":"): // HTTP/2's ":status: 429"
+		name, value, ok := strings.Cut(line[1:], ":")
+		if ok && strings.EqualFold(strings.TrimSpace(name), "status") {
+			if code, err := strconv.Atoi(strings.TrimSpace(value)); err == nil && code >= 100 && code <= 999 {
+				rd.interim, rd.started = nil, true
+				rd.h.Status, rd.h.HasStatus = code, true
+			}
+		}
+		return false, Head{}
+	}
+	name, value, ok := strings.Cut(line, ":")
+	name = strings.TrimSpace(name)
+	if !ok || !isToken(name) {
+		rd.last = ""
+		if rd.interim != nil && !rd.started {
+			return true, *rd.interim // the interim head's body: no head follows
+		}
+		return false, Head{} // not a header line: ignored
+	}
+	if rd.interim != nil && !rd.started {
+		return true, *rd.interim // a header line where a status line was due
+	}
+	rd.started = true
+	rd.last = textproto.CanonicalMIMEHeaderKey(name)
+	rd.h.Header[rd.last] = append(rd.h.Header[rd.last], strings.Trim(value, " \t"))
+	return false, Head{}
+}
+
+// flushFold joins pending continuation lines to the value they continue.
+func (rd *headReader) flushFold() {
+	if rd.fold.Len() == 0 || rd.last == "" {
+		rd.fold.Reset()
+		return
+	}
+	vs := rd.h.Header[rd.last]
+	vs[len(vs)-1] = strings.TrimSpace(vs[len(vs)-1] + rd.fold.String())
+	rd.fold.Reset()
 }
 
 // isCurlNoise reports whether a line of a curl -v transcript is not part of
@@ -236,21 +290,4 @@ func parseStatusLine(line string) (int, bool) {
 		return 0, false
 	}
 	return code, true
-}
-
-// nextIsHead reports whether the next non-blank line starts a status line,
-// without consuming it.
-func nextIsHead(br *bufio.Reader) bool {
-	for {
-		b, err := br.Peek(1)
-		if err != nil {
-			return false
-		}
-		if b[0] != '\r' && b[0] != '\n' {
-			break
-		}
-		br.ReadByte() //nolint:errcheck // the byte was just peeked
-	}
-	b, _ := br.Peek(len("< HTTP/"))
-	return isStatusLine(strings.TrimPrefix(string(b), "< "))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,6 +185,35 @@ func TestReadHead(t *testing.T) {
 			status:     429,
 			hasStatus:  true,
 			wantHeader: hdr{"Retry-After": {"7"}},
+		},
+		{
+			name: "curl -vL transcript: the head after the redirect",
+			in: "< HTTP/1.1 301 M\n< Location: /x\n< \n* Issue another request to this URL: '/x'\n" +
+				"> GET /x HTTP/1.1\n> Host: example.com\n> \n< HTTP/1.1 429 T\n< Retry-After: 5\n< \n",
+			status:     429,
+			hasStatus:  true,
+			wantHeader: hdr{"Retry-After": {"5"}},
+		},
+		{
+			name:       "indented redirect then the final head",
+			in:         "    HTTP/1.1 301 M\n    Location: /x\n\n    HTTP/1.1 429 T\n    Retry-After: 5\n",
+			status:     429,
+			hasStatus:  true,
+			wantHeader: hdr{"Retry-After": {"5"}},
+		},
+		{
+			name:       "a redirect followed by its body: the redirect",
+			in:         "HTTP/1.1 301 M\nRetry-After: 3\n\n<html>moved</html>\n",
+			status:     301,
+			hasStatus:  true,
+			wantHeader: hdr{"Retry-After": {"3"}},
+		},
+		{
+			name:       "many folded lines",
+			in:         "HTTP/1.1 200 OK\nX: a\n" + strings.Repeat(" b\n", 3) + "Y: c\n",
+			status:     200,
+			hasStatus:  true,
+			wantHeader: hdr{"X": {"a b b b"}, "Y": {"c"}},
 		},
 		{
 			name:       "1xx head alone",
@@ -762,4 +792,37 @@ func TestFromObservation(t *testing.T) {
 			require.Equal(t, c.want, string(b))
 		})
 	}
+}
+
+// FuzzReadHead: whatever the input, ReadHead returns (no panic, no hang),
+// with canonical header names, a status in range, and a head or an error.
+func FuzzReadHead(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 5\r\n\r\nbody",
+		"< HTTP/2 301\n< location: /x\n<\n* x\n> GET /\n< HTTP/2 200\n< a: b\n",
+		"  HTTP/1.1 100 Continue\n\n  HTTP/1.1 200 OK\n  X: a\n     b\n",
+		":status: 429\nretry-after: 1\n", "X: 1\n", "hello\n", "\n\n", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		h, err := explain.ReadHead(strings.NewReader(in))
+		if err != nil {
+			if !errors.Is(err, explain.ErrNoHead) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if h.HasStatus && (h.Status < 100 || h.Status > 999) {
+			t.Fatalf("status %d", h.Status)
+		}
+		if !h.HasStatus && len(h.Header) == 0 {
+			t.Fatalf("an empty head without an error for %q", in)
+		}
+		for k := range h.Header {
+			if k != textproto.CanonicalMIMEHeaderKey(k) {
+				t.Fatalf("header name %q is not canonical", k)
+			}
+		}
+	})
 }
