@@ -13,7 +13,9 @@
 //
 // A server that limits its clients says so in its headers: a 429 or 503 with
 // Retry-After, and often counters. ParseHeaders turns one response's headers
-// into an Observation, once per response, and both layers act on it.
+// into an Observation, once per response. Both layers act on its
+// Retry-After and on the server's verdict; its quotas go into
+// RateLimitError.
 //
 // An Observation holds the server's Retry-After, its verdict on retrying,
 // and the Policies it announced: for each quota its name, limit, remaining,

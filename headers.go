@@ -89,11 +89,13 @@ type Observation struct {
 // X-RateLimit-*, X-Rate-Limit-* (and X's 24-hour limits), OpenAI-style
 // x-ratelimit-{limit,remaining,reset}-<unit> (and Kong's), Linear-style
 // x-ratelimit-<name>-<kind>, Anthropic, Azure, Zendesk, Shopify, HubSpot,
-// Salesforce and Azure Resource Graph. A policy in a legacy form that
-// repeats one already read from the IETF fields (the same limit, and the
-// same remaining when both say it) is merged into it rather than listed
-// twice. At most 64 policies are read. The rules for each dialect are
-// documented on the Dialect constants.
+// Salesforce, Azure Resource Graph, Together, Fastly and Akamai. A policy
+// read from the generic X-RateLimit-* or X-Rate-Limit-* fields (or from
+// Kong's, Jira's or Akamai's forms of them) that repeats one already read
+// from the IETF fields (the same limit, and the same remaining when both
+// say it) is merged into it rather than listed twice. At most 64 policies
+// are read. The rules for each dialect are documented on the Dialect
+// constants.
 func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	obs := Observation{Status: status}
 	if len(h) == 0 {

@@ -218,7 +218,9 @@ func (b *policyBuilder) ietf(f *fieldSet, clk *resetClock) {
 			d = DialectIETFDraft06
 		}
 		g.setDialect(d)
-		b.dialects = b.dialects.With(d)
+		if len(g.policies()) > 0 {
+			b.dialects = b.dialects.With(d)
+		}
 		if g.hasNamed() {
 			b.dialects = b.dialects.With(DialectIETFDraft08)
 		}
@@ -278,9 +280,11 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 				cur.Reset, cur.HasReset = secondsFromFloat(m.val.num)
 			}
 		}
-		g.currentLegacy(cur)
-		g.setDialect(DialectIETFDraft07)
-		b.dialects = b.dialects.With(DialectIETFDraft07)
+		if cur.HasLimit || cur.HasRemaining || cur.HasReset {
+			g.currentLegacy(cur)
+			g.setDialect(DialectIETFDraft07)
+			b.dialects = b.dialects.With(DialectIETFDraft07)
+		}
 		return
 	}
 	saw := false
@@ -290,7 +294,6 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 		if it.val.kind != sfString {
 			continue
 		}
-		saw = true
 		cur := Policy{Name: it.val.str, Unit: UnitRequests, Dialect: named}
 		if v, ok := it.param(pR); ok && v.kind == sfNumber {
 			cur.Remaining, cur.HasRemaining = countFromFloat(v.num)
@@ -303,6 +306,7 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 		}
 		if cur.HasRemaining || cur.HasReset { // r is required; an item without says nothing
 			g.currentNamed(cur)
+			saw = true
 		}
 	}
 	if saw {
@@ -376,10 +380,8 @@ func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
 	if v, ok := f.first(fRateLimitRemaining); ok {
 		p.Remaining, p.HasRemaining = parseCount(v)
 	}
-	if v, ok := f.first(fRateLimitObserved); ok && !p.HasRemaining && p.HasLimit {
-		if used, ok := parseCount(v); ok {
-			p.Remaining, p.HasRemaining = max(p.Limit-used, 0), true
-		}
+	if v, ok := f.first(fRateLimitObserved); ok && !p.HasRemaining {
+		p.remainingFromUsed(v)
 	}
 	if v, ok := f.first(fRateLimitResetTime); ok {
 		if t, ok := parseHTTPDate(v); ok {
@@ -389,17 +391,17 @@ func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
 	if v, ok := f.first(fRateLimitReset); ok && !p.HasReset {
 		p.Reset, p.HasReset = parseReset(v, resetEpoch, clk)
 	}
-	b.dialects = b.dialects.With(DialectGitLab)
 	if p.HasLimit || p.HasRemaining || p.HasReset {
+		b.dialects = b.dialects.With(DialectGitLab)
 		b.add(p)
 	}
 }
 
-// jiraBeta reads Jira's points-based Beta-RateLimit-Policy and
-// Beta-RateLimit fields, in the -08 form.
+// jiraBeta reads Jira's Beta-RateLimit-Policy and Beta-RateLimit fields, in
+// the -08 form. Jira counts points there, but the fields carry no qu, so
+// the unit is the draft's default, requests.
 func (b *policyBuilder) jiraBeta(f *fieldSet, clk *resetClock) {
 	if f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy) {
 		b.structured(f.lines(fBetaRateLimitPolicy), f.lines(fBetaRateLimit), DialectJira)
-		b.dialects = b.dialects.With(DialectJira)
 	}
 }

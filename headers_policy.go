@@ -148,7 +148,8 @@ const (
 	// DialectOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens}
 	// with resets as Go durations, and its imitators (Azure OpenAI, also
 	// spelled x-rate-limit-*; Groq; Mistral's "req"; Cerebras; Fireworks'
-	// "tokens-prompt" and "tokens-generated" as input and output tokens). A
+	// "tokens-prompt" and "tokens-generated" as input and output tokens;
+	// Together's x-tokenlimit-limit and -remaining, a tokens policy). A
 	// window in the suffix ("tokens-minute", "req-60-second") gives the
 	// window. Counts of -1 (Azure's "not reported") are ignored.
 	DialectOpenAI
@@ -177,8 +178,9 @@ const (
 	// x-ms-user-quota-remaining with x-ms-user-quota-resets-after
 	// ("hh:mm:ss"), a policy named "user-quota".
 	DialectAzure
-	// DialectEnvoy is Envoy's rate limit filter: x-envoy-ratelimited and
-	// draft-03 style x-ratelimit-* with "name" parameters.
+	// DialectEnvoy is Envoy's rate limit filter: x-envoy-ratelimited, or a
+	// draft-03 list in x-ratelimit-limit that names its policies
+	// ("10, 10;w=60;name=\"per-minute\""); the names are read.
 	DialectEnvoy
 	// DialectStripe is Stripe-Should-Retry and Stripe-Rate-Limited-Reason.
 	DialectStripe
@@ -202,7 +204,7 @@ const (
 	// (used/limit).
 	DialectSalesforce
 	// DialectFastly is Fastly's API: Fastly-RateLimit-Remaining and
-	// Fastly-RateLimit-Reset (a Unix time).
+	// Fastly-RateLimit-Reset (a Unix time, read by the rule).
 	DialectFastly
 	// DialectAkamai is Akamai's APIs: Akamai-RateLimit-Limit, -Remaining
 	// and -Next (RFC 3339), and X-RateLimit-Next in older ones.
@@ -250,6 +252,9 @@ func (d Dialect) String() string {
 
 // DialectSet is a set of dialects. The zero value is empty.
 type DialectSet uint32
+
+// Every Dialect must have a bit in a DialectSet.
+const _ DialectSet = 1 << numDialects
 
 // With returns the set with d added.
 func (s DialectSet) With(d Dialect) DialectSet {

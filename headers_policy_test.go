@@ -684,3 +684,59 @@ func TestParseHeadersManySpellings(t *testing.T) {
 	want, _ := strconv.Atoi(h[keys[0]][0])
 	require.Equal(t, time.Duration(want)*time.Millisecond, obs.RetryAfter)
 }
+
+// TestNoDialectWithoutValue: a dialect is reported only when something in
+// it could be read (a count, a reset, or a flag that says something).
+func TestNoDialectWithoutValue(t *testing.T) {
+	for _, h := range []http.Header{
+		{"X-Ratelimit-Limit": {"abc"}},
+		{"X-Rate-Limit-Limit": {"abc"}},
+		{"Ratelimit-Name": {"throttle"}},
+		{"Ratelimit-Limit": {"abc"}},
+		{"Ratelimit": {"limit=abc"}},
+		{"Ratelimit": {`"a";foo=1`}},
+		{"Ratelimit-Policy": {`"a"`}},
+		{"X-Shopify-Shop-Api-Call-Limit": {"x/y"}},
+		{"Sforce-Limit-Info": {"garbage"}},
+		{"X-Ratelimit-Over-Limit": {"yes"}},
+		{"X-Ratelimit-Limit-Tokens": {"-1"}, "X-Ratelimit-Remaining-Tokens": {"-1"}, "X-Ratelimit-Reset-Tokens": {"0"}},
+	} {
+		obs := ParseHeaders(h, 429, hdrNow)
+		require.Zero(t, obs.Dialects, "%v: %v", h, obs.Dialects)
+		require.Empty(t, obs.Policies, "%v", h)
+	}
+	// Flags say something on their own.
+	for h, d := range map[*http.Header]Dialect{
+		{"X-Ratelimit-Global": {"true"}}:                                     DialectDiscord,
+		{"X-Envoy-Ratelimited": {"true"}}:                                    DialectEnvoy,
+		{"X-Ratelimit-Resource": {"api"}, "X-Ratelimit-Nearlimit": {"true"}}: DialectBitbucket,
+	} {
+		require.Equal(t, DialectSet(0).With(d), ParseHeaders(*h, 429, hdrNow).Dialects, "%v", *h)
+	}
+}
+
+func TestDialectSet(t *testing.T) {
+	var s DialectSet
+	require.Zero(t, s.Len())
+	require.Nil(t, s.List())
+	require.Equal(t, "", s.String())
+	require.Equal(t, s, s.With(0))
+	require.Equal(t, s, s.With(Dialect(numDialects+1)))
+	require.False(t, s.Has(40))
+	s = s.With(DialectGitHub).With(DialectIETFDraft08).With(DialectGitHub)
+	require.Equal(t, 2, s.Len())
+	require.Equal(t, []Dialect{DialectIETFDraft08, DialectGitHub}, s.List())
+	require.Equal(t, "ietf-draft-08,github", s.String())
+	require.True(t, s.Has(DialectGitHub))
+	require.False(t, s.Has(DialectReddit))
+
+	require.Equal(t, "unknown", Dialect(0).String())
+	require.Equal(t, "unknown", Dialect(numDialects+1).String())
+	seen := map[string]bool{}
+	for d := Dialect(1); int(d) <= numDialects; d++ {
+		name := d.String()
+		require.NotEqual(t, "unknown", name, "dialect %d has no name", d)
+		require.False(t, seen[name], "two dialects named %q", name)
+		seen[name] = true
+	}
+}

@@ -297,7 +297,7 @@ func parseCount(v string) (int64, bool) {
 const maxCount = 1 << 53
 
 // countFromFloat converts a structured-field number to a count; ok is false
-// for a negative or non-finite value.
+// for a negative value or NaN, and +Inf is clamped like any huge value.
 func countFromFloat(f float64) (int64, bool) {
 	if math.IsNaN(f) || f < 0 {
 		return 0, false
@@ -309,8 +309,8 @@ func countFromFloat(f float64) (int64, bool) {
 }
 
 // secondsFromFloat converts a structured-field number of seconds to a
-// duration, clamped to MaxServerWait; ok is false for a negative or
-// non-finite value.
+// duration, clamped to MaxServerWait (+Inf included); ok is false for a
+// negative value or NaN.
 func secondsFromFloat(f float64) (time.Duration, bool) {
 	if math.IsNaN(f) || f < 0 {
 		return 0, false
@@ -359,4 +359,36 @@ func trimOWS(v string) string {
 		v = v[:len(v)-1]
 	}
 	return v
+}
+
+// parsePeriod reads a window: a number of seconds ("1"), a Go duration
+// ("1m", "1h0m0s") or a number of days ("1d").
+func parsePeriod(v string) (time.Duration, bool) {
+	v = trimOWS(v)
+	if isDecimal(v) {
+		return parseDecimalDuration(v, time.Second)
+	}
+	if n := len(v) - 1; n > 0 && (v[n] == 'd' || v[n] == 'D') && isDigits(v[:n]) {
+		days, _ := parseCount(v[:n])
+		return seconds(min(days, int64(MaxServerWait/(24*time.Hour))) * 86400), true
+	}
+	return parseGoDuration(v)
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// seconds converts a count of seconds to a duration, clamped.
+func seconds(n int64) time.Duration {
+	if n > int64(MaxServerWait/time.Second) {
+		return MaxServerWait
+	}
+	return time.Duration(n) * time.Second
 }

@@ -26,7 +26,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		d = DialectGitHub
 	case f.has(fXRLUsed):
 		d = DialectReddit
-	case f.has(fEnvoyRateLimited) || isLimitList(limit) && !strings.Contains(limit, "window="):
+	case f.has(fEnvoyRateLimited) || isLimitList(limit) && hasNameParam(limit):
 		d = DialectEnvoy
 	case f.has(fXRLNearLimit) || f.has(fRateLimitReason) || f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy):
 		d = DialectJira
@@ -35,7 +35,11 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	default:
 		d = DialectXRateLimit
 	}
-	b.dialects = b.dialects.With(d)
+	// Flags that say something even without counts: a Discord global limit,
+	// Envoy's verdict, a Bitbucket or GitHub resource, Jira's near-limit.
+	if discord || f.has(fEnvoyRateLimited) || f.has(fXRLResource) || f.has(fXRLNearLimit) {
+		b.dialects = b.dialects.With(d)
+	}
 
 	if d == DialectEnvoy || isLimitList(limit) {
 		// Draft-03 fields under an X- prefix: Envoy, or a server that
@@ -43,6 +47,9 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		g := b.group()
 		g.currentLegacy(legacyCurrent(f, clk, f.lines(fXRLLimit), fXRLRemaining, fXRLReset, &g))
 		g.setDialect(d)
+		if len(g.policies()) > 0 {
+			b.dialects = b.dialects.With(d)
+		}
 		return
 	}
 
@@ -58,10 +65,8 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	case DialectGitHub, DialectBitbucket:
 		p.Name, _ = f.first(fXRLResource)
 		p.Name = strings.TrimSpace(p.Name)
-		if v, ok := f.first(fXRLUsed); ok && !p.HasRemaining && p.HasLimit {
-			if used, ok := parseCount(v); ok {
-				p.Remaining, p.HasRemaining = max(p.Limit-used, 0), true
-			}
+		if v, ok := f.first(fXRLUsed); ok && !p.HasRemaining {
+			p.remainingFromUsed(v)
 		}
 		resetFormat = resetEpoch
 	case DialectDiscord:
@@ -86,11 +91,37 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		p.Limit, p.HasLimit = parseCount(v)
 	}
 	if d == DialectXRateLimit || d == DialectJira || d == DialectAkamai {
-		b.addOrMerge(p)
+		if b.addOrMerge(p) {
+			b.dialects = b.dialects.With(d)
+		}
 		return
 	}
 	if p.HasLimit || p.HasRemaining || p.HasReset {
+		b.dialects = b.dialects.With(d)
 		b.add(p)
+	}
+}
+
+// hasNameParam reports whether a draft-03 limit list names its policies
+// (`;name="per-minute"`), as Envoy's rate limit filter does.
+func hasNameParam(v string) bool {
+	for i := 0; i+5 <= len(v); i++ {
+		if v[i] == ';' {
+			rest := strings.TrimLeft(v[i+1:], " ")
+			if len(rest) >= 5 && equalFoldLower(rest[:5], "name=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// remainingFromUsed sets the remaining count from a used count, when the
+// limit is known: what GitLab's RateLimit-Observed, GitHub's
+// X-RateLimit-Used and Shopify's and Salesforce's "used/limit" say.
+func (p *Policy) remainingFromUsed(used string) {
+	if u, ok := parseCount(used); ok && p.HasLimit {
+		p.Remaining, p.HasRemaining = max(p.Limit-u, 0), true
 	}
 }
 
@@ -104,7 +135,6 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
 	} else if !ok && !f.has(fXRateLimitRemaining) && !f.has(fXRateLimitReset) {
 		return
 	}
-	b.dialects = b.dialects.With(p.Dialect)
 	if ok {
 		if p.Limit, p.HasLimit = parseCount(limit); !p.HasLimit {
 			// AspNetCoreRateLimit sends its period here ("1m"), not a count.
@@ -120,21 +150,9 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
 	if v, ok := f.first(fXRateLimitDuration); ok && p.Window == 0 {
 		p.Window, _ = parsePeriod(v) // tollbooth: "1" (seconds) or "1h0m0s"
 	}
-	b.addOrMerge(p)
-}
-
-// parsePeriod reads a window: a number of seconds ("1"), a Go duration
-// ("1m", "1h0m0s") or a number of days ("1d").
-func parsePeriod(v string) (time.Duration, bool) {
-	v = trimOWS(v)
-	if isDecimal(v) {
-		return parseDecimalDuration(v, time.Second)
+	if b.addOrMerge(p) {
+		b.dialects = b.dialects.With(p.Dialect)
 	}
-	if n := len(v) - 1; n > 0 && (v[n] == 'd' || v[n] == 'D') && isDigits(v[:n]) {
-		days, _ := parseCount(v[:n])
-		return seconds(min(days, int64(MaxServerWait/(24*time.Hour))) * 86400), true
-	}
-	return parseGoDuration(v)
 }
 
 // isLimitList reports whether an X-RateLimit-Limit value is a draft-03 list
@@ -147,9 +165,11 @@ func isLimitList(v string) bool {
 // read from the IETF fields (the same limit and unit, and the same remaining
 // when both say it, as express-rate-limit and Kong send both), in which case
 // it only fills in what that one lacked.
-func (b *policyBuilder) addOrMerge(p Policy) {
+//
+// It reports whether p said anything at all.
+func (b *policyBuilder) addOrMerge(p Policy) bool {
 	if !p.HasLimit && !p.HasRemaining && !p.HasReset {
-		return
+		return false
 	}
 	for i := range b.out {
 		q := &b.out[i]
@@ -169,10 +189,11 @@ func (b *policyBuilder) addOrMerge(p Policy) {
 			if q.Window == 0 {
 				q.Window = p.Window
 			}
-			return
+			return true
 		}
 	}
 	b.add(p)
+	return true
 }
 
 // shopify reads "X-Shopify-Shop-Api-Call-Limit: 32/40": 32 used of 40.
@@ -181,17 +202,14 @@ func (b *policyBuilder) shopify(f *fieldSet) {
 	if !ok {
 		return
 	}
-	b.dialects = b.dialects.With(DialectShopify)
-	usedStr, limitStr, ok := strings.Cut(v, "/")
+	used, limit, ok := strings.Cut(v, "/")
 	if !ok {
 		return
 	}
 	p := Policy{Unit: UnitRequests, Dialect: DialectShopify}
-	p.Limit, p.HasLimit = parseCount(limitStr)
-	if used, ok := parseCount(usedStr); ok && p.HasLimit {
-		p.Remaining, p.HasRemaining = max(p.Limit-used, 0), true
-	}
-	if p.HasLimit {
+	if p.Limit, p.HasLimit = parseCount(limit); p.HasLimit {
+		p.remainingFromUsed(used)
+		b.dialects = b.dialects.With(DialectShopify)
 		b.add(p)
 	}
 }
@@ -287,24 +305,6 @@ func cutWindow(suffix string) (string, time.Duration) {
 	return suffix, 0
 }
 
-// isDigits reports whether s is a non-empty run of ASCII digits.
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// seconds converts a count of seconds to a duration, clamped.
-func seconds(n int64) time.Duration {
-	if n > int64(MaxServerWait/time.Second) {
-		return MaxServerWait
-	}
-	return time.Duration(n) * time.Second
-}
-
 // families reads the headers whose names end in a unit, scope or endpoint:
 // X's 24-hour limits, OpenAI-style, Linear-style, Anthropic, Azure and
 // Zendesk.
@@ -315,7 +315,7 @@ func (b *policyBuilder) families(h http.Header, f *fieldSet, clk *resetClock) {
 	fams := familyFields(h, f.families)
 	for i := 0; i < len(fams); {
 		j := i + 1
-		for j < len(fams) && fams[j].fam == fams[i].fam && strings.EqualFold(fams[j].suffix, fams[i].suffix) {
+		for j < len(fams) && fams[j].fam == fams[i].fam && compareFold(fams[j].suffix, fams[i].suffix) == 0 {
 			j++
 		}
 		b.family(clk, fams[i:j])
@@ -486,10 +486,17 @@ func familyLess(a, b *familyField) bool {
 	return a.value < b.value
 }
 
-// compareFold compares ASCII strings ignoring case.
+// compareFold compares strings ignoring the case of ASCII letters, as
+// strings.EqualFold does for the names it groups.
 func compareFold(a, b string) int {
+	lower := func(c byte) byte {
+		if 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
 	for i := 0; i < len(a) && i < len(b); i++ {
-		ca, cb := a[i]|0x20, b[i]|0x20
+		ca, cb := lower(a[i]), lower(b[i])
 		if ca != cb {
 			if ca < cb {
 				return -1
@@ -504,7 +511,7 @@ func compareFold(a, b string) int {
 // -Remaining per -Interval-Milliseconds), the per-second one (-Secondly)
 // and the daily one (-Daily).
 func (b *policyBuilder) hubspot(f *fieldSet) {
-	any := false
+	seen := false
 	for _, p := range [...]struct {
 		limit, remaining field
 		name             string
@@ -526,12 +533,12 @@ func (b *policyBuilder) hubspot(f *fieldSet) {
 				pol.Window, _ = parseDecimalDuration(v, time.Millisecond)
 			}
 		}
-		any = any || f.has(p.limit) || f.has(p.remaining)
+		seen = seen || f.has(p.limit) || f.has(p.remaining)
 		if pol.HasLimit || pol.HasRemaining {
 			b.add(pol)
 		}
 	}
-	if any || f.has(fHubSpotInterval) {
+	if seen || f.has(fHubSpotInterval) {
 		b.dialects = b.dialects.With(DialectHubSpot)
 	}
 }
@@ -544,7 +551,6 @@ func (b *policyBuilder) salesforce(f *fieldSet) {
 	if !ok {
 		return
 	}
-	b.dialects = b.dialects.With(DialectSalesforce)
 	for _, item := range strings.Split(v, ",") {
 		name, usage, ok := strings.Cut(item, "=")
 		name = strings.TrimSpace(name)
@@ -560,9 +566,8 @@ func (b *policyBuilder) salesforce(f *fieldSet) {
 		if p.Limit, p.HasLimit = parseCount(limit); !p.HasLimit {
 			continue
 		}
-		if u, ok := parseCount(used); ok {
-			p.Remaining, p.HasRemaining = max(p.Limit-u, 0), true
-		}
+		p.remainingFromUsed(used)
+		b.dialects = b.dialects.With(DialectSalesforce)
 		b.add(p)
 	}
 }

@@ -234,6 +234,13 @@ func TestRateLimitErrorPolicies(t *testing.T) {
 	require.True(t, rle.Policies[0].Exhausted())
 	require.False(t, rle.Policies[1].Exhausted())
 	require.Contains(t, rle.Error(), `; quota exhausted: "burst" 0 of 100 requests left per 1m0s, resets in 1h0m0s; gave up`)
+
+	// No quota ran out: none is named.
+	h = newHarness(t, []reply{{status: 429, hdr: []string{"RateLimit", `"burst";r=3;t=3600`, "Retry-After", "3600"}}})
+	_, err, _ = h.do(t, "GET", "")
+	require.ErrorAs(t, err, &rle)
+	require.Len(t, rle.Policies, 1)
+	require.NotContains(t, rle.Error(), "quota exhausted")
 }
 
 func TestPolicyString(t *testing.T) {
