@@ -439,12 +439,18 @@ var fuzzFieldNames = func() []string {
 // returns a negative or unbounded duration or count, keeps its own
 // invariants, and gives the same result for the same input.
 func FuzzPolicies(f *testing.F) {
-	f.Add(uint8(0), `"burst";q=100;w=60`, uint8(1), `"burst";r=0;t=30`, uint8(2), "1795641630", hdrDate)
-	f.Add(uint8(10), `10, 10;w=1, 50;w=60`, uint8(11), "-3", uint8(12), "99999999999999", "")
-	f.Add(uint8(3), "6m0s", uint8(4), "2026-11-25T21:05Z", uint8(5), "32/40", "Sat, 01 Jan 0000 00:00:00 GMT")
-	f.Add(uint8(6), "Microsoft.Compute/A;5,B;x", uint8(8), "total=1; remaining=-1; resets=1e9", uint8(7), "598.7", "junk")
-	f.Fuzz(func(t *testing.T, i1 uint8, v1 string, i2 uint8, v2 string, i3 uint8, v3, date string) {
+	f.Add(uint8(0), `"burst";q=100;w=60`, uint8(1), `"burst";r=0;t=30`, uint8(2), "1795641630", hdrDate, uint8(0))
+	f.Add(uint8(8), `"p";q=10;w=60`, uint8(16), `"x";r=1`, uint8(20), "10, 10;w=60", hdrDate, uint8(90))
+	f.Add(uint8(10), `10, 10;w=1, 50;w=60`, uint8(11), "-3", uint8(12), "99999999999999", "", uint8(0))
+	f.Add(uint8(3), "6m0s", uint8(4), "2026-11-25T21:05Z", uint8(5), "32/40", "Sat, 01 Jan 0000 00:00:00 GMT", uint8(0))
+	f.Add(uint8(6), "Microsoft.Compute/A;5,B;x", uint8(8), "total=1; remaining=-1; resets=1e9", uint8(7), "598.7", "junk", uint8(0))
+	f.Fuzz(func(t *testing.T, i1 uint8, v1 string, i2 uint8, v2 string, i3 uint8, v3, date string, repeat uint8) {
 		h := http.Header{}
+		if repeat > 1 && len(v1) < 64 {
+			// Many items in one field: the bound on policies and the groups
+			// after it.
+			v1 = strings.Repeat(v1+", ", int(repeat)%100) + v1
+		}
 		for _, kv := range []struct {
 			i uint8
 			v string
