@@ -746,3 +746,36 @@ func TestDialectSet(t *testing.T) {
 		seen[name] = true
 	}
 }
+
+// TestPolicyFieldsBeyondJSON pins what the -explain JSON does not show:
+// each policy's Dialect, Scope and Partition.
+func TestPolicyFieldsBeyondJSON(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+		want []Policy
+	}{
+		{"discord", http.Header{
+			"X-Ratelimit-Limit": {"5"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset-After": {"1.5"},
+			"X-Ratelimit-Bucket": {"abcd1234"}, "X-Ratelimit-Scope": {"shared"},
+		}, []Policy{{Unit: UnitRequests, Limit: 5, HasLimit: true, HasRemaining: true, Reset: 1500 * time.Millisecond, HasReset: true,
+			Scope: "shared", Partition: "abcd1234", Dialect: DialectDiscord}}},
+		{"azure resource", http.Header{"X-Ms-Ratelimit-Remaining-Resource": {"Microsoft.Compute/GetVM3Min;99"}},
+			[]Policy{{Name: "Microsoft.Compute/GetVM3Min", Unit: UnitRequests, Remaining: 99, HasRemaining: true, Scope: "resource", Dialect: DialectAzure}}},
+		{"ietf -06", http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"9"}, "Ratelimit-Policy": {"10;w=1"}},
+			[]Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Remaining: 9, HasRemaining: true, Window: time.Second, Dialect: DialectIETFDraft06}}},
+		{"ietf -03", http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"9"}},
+			[]Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Remaining: 9, HasRemaining: true, Dialect: DialectIETFDraft03}}},
+		{"ietf -08 partition", http.Header{"Ratelimit-Policy": {`"a";q=5;pk=:YWJj:`}, "Ratelimit": {`"a";r=4;pk=:YWJj:`}},
+			[]Policy{{Name: "a", Unit: UnitRequests, Limit: 5, HasLimit: true, Remaining: 4, HasRemaining: true, Partition: "abc", Dialect: DialectIETFDraft08}}},
+		{"kong and openai apart", http.Header{"X-Ratelimit-Limit-Minute": {"5"}, "X-Ratelimit-Limit-Tokens": {"7"}},
+			[]Policy{
+				{Unit: UnitRequests, Limit: 5, HasLimit: true, Window: time.Minute, Dialect: DialectKong},
+				{Unit: UnitTokens, Limit: 7, HasLimit: true, Dialect: DialectOpenAI},
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, ParseHeaders(tt.h, 200, hdrNow).Policies)
+		})
+	}
+}
