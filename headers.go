@@ -112,7 +112,7 @@ func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	obs.ShouldRetry = f.verdict()
 	if f.limits {
 		var b policyBuilder
-		b.build(h, &f, &clock)
+		b.build(&f, &clock)
 		obs.Policies, obs.Dialects = b.out, b.dialects
 	}
 	if f.has(fStripeShouldRetry) || f.has(fStripeRateLimitedReason) {

@@ -187,14 +187,13 @@ type familyField struct {
 }
 
 // fieldSet holds the header fields ParseHeaders reads, found by one pass
-// over the header map with names compared without regard to case. Family
-// headers are only noted; familyFields collects them when they are needed.
+// over the header map with names compared without regard to case.
 type fieldSet struct {
 	vals      [numFields][]string
-	families  int    // how many headers of families were seen
-	spellings uint64 // bit f: field f was found under several spellings
-	any       bool   // some field other than Date was found
-	limits    bool   // some field that announces limits was found
+	fams      []familyField // the family headers, in map order
+	spellings uint64        // bit f: field f was found under several spellings
+	any       bool          // some field other than Date was found
+	limits    bool          // some field that announces limits was found
 }
 
 // fieldNames is fieldByName inverted. It is never written after
@@ -241,26 +240,19 @@ func (f *fieldSet) read(h http.Header) {
 			f.add(h, fl, key, vs)
 			continue
 		}
-		if i := familyOf(key); i >= 0 && familyKindOK(key, familyPrefixes[i].prefix, familyPrefixes[i].fam) {
-			f.families++
-			f.any, f.limits = true, true
+		if i := familyOf(key); i >= 0 {
+			if ff, ok := familyFieldOf(key, vs[0], i); ok {
+				if f.fams == nil {
+					f.fams = make([]familyField, 0, 8)
+				}
+				f.fams = append(f.fams, ff)
+				f.any, f.limits = true, true
+			}
 		}
 	}
 	if f.spellings != 0 {
 		f.mergeSpellings(h)
 	}
-}
-
-// familyKindOK reports whether a family header whose kind is its last word
-// ends in one ("x-ratelimit-requests-limit"), so that unrelated headers
-// sharing a prefix ("X-RateLimit-Policy") cost nothing.
-func familyKindOK(key, prefix string, fam family) bool {
-	switch fam {
-	case famNamed, famAnthropic, famAnthropicPriority, famX24Hour:
-		rest := key[len(prefix):]
-		return kindOf(rest[strings.LastIndexByte(rest, '-')+1:]) != 0
-	}
-	return true
 }
 
 // lookupField finds the field named key, in any case.
@@ -343,44 +335,33 @@ func familyOf(key string) int {
 	return -1
 }
 
-// familyFields collects the family headers of h, in a stable order (see
-// sortFamilies). Only responses that have some pay for this second pass.
-func familyFields(h http.Header, n int) []familyField {
-	out := make([]familyField, 0, n)
-	for key, vs := range h {
-		if len(key) > maxFieldName || len(vs) == 0 {
-			continue
+// familyFieldOf reads a header of the family familyPrefixes[i]; ok is
+// false when it is not one after all ("X-RateLimit-Policy" has the prefix of
+// Linear's family but no kind).
+func familyFieldOf(key, value string, i int) (ff familyField, ok bool) {
+	p := familyPrefixes[i]
+	ff = familyField{fam: p.fam, kind: p.kind, suffix: key[len(p.prefix):], value: value}
+	switch p.fam {
+	case famX24Hour:
+		// x-app-limit-24hour-<kind>: the policy is named after the
+		// prefix's second word; the suffix is the kind.
+		if ff.kind = kindOf(ff.suffix); ff.kind == 0 {
+			return ff, false
 		}
-		i := familyOf(key)
-		if i < 0 {
-			continue
+		ff.suffix = key[2 : strings.IndexByte(key[2:], '-')+2]
+	case famAnthropic, famAnthropicPriority, famNamed:
+		// <unit>-<kind>: the kind is the last word.
+		j := strings.LastIndexByte(ff.suffix, '-')
+		if j <= 0 {
+			return ff, false
 		}
-		p := familyPrefixes[i]
-		ff := familyField{fam: p.fam, kind: p.kind, suffix: key[len(p.prefix):], value: vs[0]}
-		if p.fam == famX24Hour {
-			// x-app-limit-24hour-<kind>: the policy is named after the
-			// prefix's second word; the suffix is the kind.
-			ff.suffix = key[2 : strings.IndexByte(key[2:], '-')+2]
-			if ff.kind = kindOf(key[len(p.prefix):]); ff.kind == 0 {
-				continue
-			}
+		if ff.kind = kindOf(ff.suffix[j+1:]); ff.kind == 0 {
+			return ff, false
 		}
-		if p.fam == famAnthropic || p.fam == famAnthropicPriority || p.fam == famNamed {
-			// <unit>-<kind>: the kind is the last word.
-			j := strings.LastIndexByte(ff.suffix, '-')
-			if j <= 0 {
-				continue
-			}
-			if ff.kind = kindOf(ff.suffix[j+1:]); ff.kind == 0 {
-				continue
-			}
-			ff.suffix = ff.suffix[:j]
-		}
-		_, ff.window, _, _, ff.rank = splitUnit(ff.suffix)
-		out = append(out, ff)
+		ff.suffix = ff.suffix[:j]
 	}
-	sortFamilies(out)
-	return out
+	_, ff.window, _, _, ff.rank = splitUnit(ff.suffix)
+	return ff, true
 }
 
 // kindOf reads the last word of a family header: "limit", "remaining" or

@@ -1,9 +1,6 @@
 package headway
 
-import (
-	"net/http"
-	"strings"
-)
+import "strings"
 
 // policyBuilder turns the fields of one response into policies, dialect by
 // dialect, in the order ParseHeaders documents.
@@ -17,12 +14,12 @@ type policyBuilder struct {
 	dialects DialectSet
 }
 
-func (b *policyBuilder) build(h http.Header, f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) build(f *fieldSet, clk *resetClock) {
 	b.ietf(f, clk)
 	b.jiraBeta(f, clk)
 	b.xRateLimit(f, clk)
 	b.xRateLimitHyphenated(f, clk)
-	b.families(h, f, clk)
+	b.families(f, clk)
 	b.shopify(f)
 	b.hubspot(f)
 	b.salesforce(f)

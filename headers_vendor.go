@@ -1,7 +1,6 @@
 package headway
 
 import (
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -308,11 +307,12 @@ func cutWindow(suffix string) (string, time.Duration) {
 // families reads the headers whose names end in a unit, scope or endpoint:
 // X's 24-hour limits, OpenAI-style, Linear-style, Anthropic, Azure and
 // Zendesk.
-func (b *policyBuilder) families(h http.Header, f *fieldSet, clk *resetClock) {
-	if f.families == 0 {
+func (b *policyBuilder) families(f *fieldSet, clk *resetClock) {
+	fams := f.fams
+	if len(fams) == 0 {
 		return
 	}
-	fams := familyFields(h, f.families)
+	sortFamilies(fams)
 	for i := 0; i < len(fams); {
 		j := i + 1
 		for j < len(fams) && fams[j].fam == fams[i].fam && compareFold(fams[j].suffix, fams[i].suffix) == 0 {
