@@ -180,7 +180,7 @@ const (
 type familyField struct {
 	fam    family
 	kind   countKind
-	suffix string        // the variable part, as spelled in the key (compare with strings.EqualFold)
+	suffix string        // the variable part, as spelled in the key (compare with compareFold)
 	value  string        // the first field line
 	rank   int           // of the unit, for ordering (see splitUnit)
 	window time.Duration // given by the suffix, for ordering
