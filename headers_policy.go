@@ -179,8 +179,9 @@ const (
 	// ("hh:mm:ss"), a policy named "user-quota".
 	DialectAzure
 	// DialectEnvoy is Envoy's rate limit filter: x-envoy-ratelimited, or a
-	// draft-03 list in x-ratelimit-limit that names its policies
-	// ("10, 10;w=60;name=\"per-minute\""); the names are read.
+	// draft-03 list in x-ratelimit-limit ("10, 10;w=60;name=\"per-minute\"";
+	// the names are read). A list that spells its window out ("window=60",
+	// the earliest drafts) is DialectXRateLimit.
 	DialectEnvoy
 	// DialectStripe is Stripe-Should-Retry and Stripe-Rate-Limited-Reason.
 	DialectStripe

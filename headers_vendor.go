@@ -25,7 +25,9 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		d = DialectGitHub
 	case f.has(fXRLUsed):
 		d = DialectReddit
-	case f.has(fEnvoyRateLimited) || isLimitList(limit) && hasNameParam(limit):
+	case f.has(fEnvoyRateLimited) || isLimitList(limit) && !hasParam(limit, "window="):
+		// Envoy writes draft-03 lists under an X- prefix; servers that
+		// followed the earliest drafts spell the window out.
 		d = DialectEnvoy
 	case f.has(fXRLNearLimit) || f.has(fRateLimitReason) || f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy):
 		d = DialectJira
@@ -101,13 +103,13 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 	}
 }
 
-// hasNameParam reports whether a draft-03 limit list names its policies
-// (`;name="per-minute"`), as Envoy's rate limit filter does.
-func hasNameParam(v string) bool {
-	for i := 0; i+5 <= len(v); i++ {
+// hasParam reports whether a draft-03 limit list has a parameter that
+// starts with prefix (lower case, "window="), in any case.
+func hasParam(v, prefix string) bool {
+	for i := 0; i < len(v); i++ {
 		if v[i] == ';' {
 			rest := strings.TrimLeft(v[i+1:], " ")
-			if len(rest) >= 5 && equalFoldLower(rest[:5], "name=") {
+			if len(rest) >= len(prefix) && equalFoldLower(rest[:len(prefix)], prefix) {
 				return true
 			}
 		}
