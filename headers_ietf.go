@@ -279,7 +279,9 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 		}
 		if cur.HasLimit || cur.HasRemaining || cur.HasReset {
 			g.currentLegacy(cur)
-			g.setDialect(DialectIETFDraft07)
+		}
+		g.setDialect(DialectIETFDraft07) // the numeric policies too
+		if len(g.policies()) > 0 {
 			b.dialects = b.dialects.With(DialectIETFDraft07)
 		}
 		return
