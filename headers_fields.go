@@ -268,11 +268,14 @@ func lookupField(key string) (field, bool) {
 // equalFoldLower reports whether s equals lower, a lower-case ASCII string,
 // ignoring the case of ASCII letters in s. It is strings.EqualFold without
 // the Unicode cases header names never need.
+//
+// It compares from the end: the names it is given share their beginnings
+// ("x-ratelimit-...") far more than their ends.
 func equalFoldLower(s, lower string) bool {
 	if len(s) != len(lower) {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	for i := len(s) - 1; i >= 0; i-- {
 		c := s[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
