@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/internal/explain"
 )
 
 const usageHead = `usage: ratecurl [flags] URL
@@ -313,7 +314,7 @@ func (o *options) addHeader(h string) error {
 	if !ok || name == "" {
 		return usagef("bad -H %q: want 'Name: value'", h)
 	}
-	if !isToken(name) {
+	if !explain.IsToken(name) {
 		return usagef("bad -H %q: invalid header name %q", h, name)
 	}
 	value = strings.TrimSpace(value)
@@ -326,24 +327,6 @@ func (o *options) addHeader(h string) error {
 	}
 	o.header.Add(name, value)
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token (a valid header name or
-// method).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // setURL checks the URL and the method together: an absolute http or https
@@ -363,7 +346,7 @@ func (o *options) setURL(raw string) error {
 	if u.Host == "" {
 		return usagef("invalid URL %q: no host", raw)
 	}
-	if !isToken(o.method) {
+	if !explain.IsToken(o.method) {
 		return usagef("invalid method %q", o.method)
 	}
 	if _, err := http.NewRequest(o.method, raw, nil); err != nil {

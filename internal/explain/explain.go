@@ -220,7 +220,7 @@ func (rd *headReader) line(line string) (done bool, h Head) {
 	}
 	name, value, ok := strings.Cut(line, ":")
 	name = strings.TrimSpace(name)
-	if !ok || !isToken(name) {
+	if !ok || !IsToken(name) {
 		rd.last = ""
 		if rd.interim != nil && !rd.started {
 			return true, *rd.interim // the interim head's body: no head follows
@@ -260,8 +260,9 @@ func isCurlNoise(line string) bool {
 	return false
 }
 
-// isToken reports whether s is an RFC 9110 token, as header names are.
-func isToken(s string) bool {
+// IsToken reports whether s is an RFC 9110 token, as header names and
+// methods are.
+func IsToken(s string) bool {
 	if s == "" {
 		return false
 	}
