@@ -180,10 +180,14 @@ const (
 type familyField struct {
 	fam    family
 	kind   countKind
-	suffix string        // the variable part, as spelled in the key (compare with compareFold)
-	value  string        // the first field line
-	rank   int           // of the unit, for ordering (see splitUnit)
-	window time.Duration // given by the suffix, for ordering
+	suffix string // the variable part, as spelled in the key (compare with compareFold)
+	value  string // the first field line
+	// What splitUnit reads in the suffix, once per header.
+	unit   Unit
+	window time.Duration
+	base   string
+	known  bool
+	rank   int // of the unit, for ordering
 }
 
 // fieldSet holds the header fields ParseHeaders reads, found by one pass
@@ -363,7 +367,7 @@ func familyFieldOf(key, value string, i int) (ff familyField, ok bool) {
 		}
 		ff.suffix = ff.suffix[:j]
 	}
-	_, ff.window, _, _, ff.rank = splitUnit(ff.suffix)
+	ff.unit, ff.window, ff.base, ff.known, ff.rank = splitUnit(ff.suffix)
 	return ff, true
 }
 

@@ -338,12 +338,8 @@ func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 		b.zendesk(clk, strings.ToLower(ff.suffix), ff.value)
 		return
 	}
-	p := Policy{Dialect: DialectOpenAI}
-	var (
-		known bool
-		base  string
-	)
-	p.Unit, p.Window, base, known, _ = splitUnit(ff.suffix)
+	p := Policy{Unit: ff.unit, Window: ff.window, Dialect: DialectOpenAI}
+	base, known := ff.base, ff.known
 	if !known {
 		p.Name = strings.ToLower(base)
 	}
