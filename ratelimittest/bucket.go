@@ -1,0 +1,85 @@
+package ratelimittest
+
+// The two buckets count in scaled units so that a rate of limit per window
+// is exact: one unit of cost is den scaled units and the bucket gains (or
+// drains) num scaled units per nanosecond, where num/den is limit/window in
+// lowest terms. A full bucket is burst*den scaled units.
+
+// tokenBucket starts full with burst tokens; each admitted unit takes one,
+// and tokens come back at limit per window up to burst.
+type tokenBucket struct {
+	r     *rule
+	level int64 // scaled tokens in the bucket
+	last  int64
+}
+
+func (m *tokenBucket) advance(now int64) {
+	dt := now - m.last
+	if dt <= 0 {
+		return
+	}
+	m.last = now
+	need := m.r.fullScale - m.level
+	if dt >= ceilDiv(need, m.r.num) {
+		m.level = m.r.fullScale
+		return
+	}
+	m.level += dt * m.r.num
+}
+
+func (m *tokenBucket) fits(cost int64) (bool, int64) {
+	if cost > m.r.burst {
+		return false, never
+	}
+	c := cost * m.r.den
+	if m.level >= c {
+		return true, 0
+	}
+	return false, ceilDiv(c-m.level, m.r.num)
+}
+
+func (m *tokenBucket) take(cost int64) { m.level -= cost * m.r.den }
+
+func (m *tokenBucket) status() (int64, int64) {
+	return m.level / m.r.den, ceilDiv(m.r.fullScale-m.level, m.r.num)
+}
+
+// leakyBucket is the leaky bucket as a meter: each admitted unit pours one
+// unit of water into a bucket of size burst, which leaks limit per window; a
+// request whose water would overflow the bucket is rejected and pours
+// nothing. Once the bucket is full, admissions are spaced window/limit apart.
+type leakyBucket struct {
+	r     *rule
+	water int64 // scaled units in the bucket
+	last  int64
+}
+
+func (m *leakyBucket) advance(now int64) {
+	dt := now - m.last
+	if dt <= 0 {
+		return
+	}
+	m.last = now
+	if dt >= ceilDiv(m.water, m.r.num) {
+		m.water = 0
+		return
+	}
+	m.water -= dt * m.r.num
+}
+
+func (m *leakyBucket) fits(cost int64) (bool, int64) {
+	if cost > m.r.burst {
+		return false, never
+	}
+	over := m.water + cost*m.r.den - m.r.fullScale
+	if over <= 0 {
+		return true, 0
+	}
+	return false, ceilDiv(over, m.r.num)
+}
+
+func (m *leakyBucket) take(cost int64) { m.water += cost * m.r.den }
+
+func (m *leakyBucket) status() (int64, int64) {
+	return (m.r.fullScale - m.water) / m.r.den, ceilDiv(m.water, m.r.num)
+}

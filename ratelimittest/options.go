@@ -1,0 +1,241 @@
+package ratelimittest
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Option configures a Handler or a Server.
+type Option func(*config)
+
+type config struct {
+	policies     []Policy
+	clock        Clock
+	partition    Partition
+	partitioned  bool
+	dialects     []Dialect
+	retryAfter   RetryAfter
+	rejectStatus int
+	logSize      int
+	faults       faults
+	errs         []error
+}
+
+// faults are the switchable misbehaviours; the zero value is a well-behaved
+// server.
+type faults struct {
+	serverErrors ServerErrors
+	dropEvery    int
+	latency      time.Duration
+	misleading   bool
+	missingEvery int
+	dateSkew     time.Duration
+}
+
+// DefaultPolicy is the policy used when no WithPolicy option is given.
+var DefaultPolicy = Policy{Algorithm: FixedWindow, Limit: 10, Window: time.Second}
+
+// defaultLogSize is how many admissions the log keeps unless
+// WithAdmissionLog says otherwise.
+const defaultLogSize = 100_000
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{
+		clock:        realClock{},
+		partition:    Shared(),
+		dialects:     []Dialect{IETF},
+		retryAfter:   RetryAfterSeconds,
+		rejectStatus: http.StatusTooManyRequests,
+		logSize:      defaultLogSize,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs[0]
+	}
+	if len(c.policies) == 0 {
+		c.policies = []Policy{DefaultPolicy}
+	}
+	return c, nil
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("ratelimittest: "+format, args...))
+}
+
+// WithPolicy adds a policy. Several policies apply at once (say 10 per second
+// and 1000 per day): a request is admitted only if every one admits it, and
+// is then charged to all. Without this option the server enforces
+// DefaultPolicy.
+func WithPolicy(p Policy) Option {
+	return func(c *config) { c.policies = append(c.policies, p) }
+}
+
+// WithClock sets the clock the algorithms read, such as a ManualClock. If
+// the clock also has a Sleep method (see Sleeper), the latency fault waits
+// on it.
+func WithClock(clock Clock) Option {
+	return func(c *config) {
+		if clock == nil {
+			c.fail("WithClock(nil)")
+			return
+		}
+		c.clock = clock
+	}
+}
+
+// WithPartition sets how requests are split into quotas (see Shared,
+// ByHeader, ByClientAddr). The default is one shared quota.
+func WithPartition(p Partition) Option {
+	return func(c *config) {
+		if p == nil {
+			c.fail("WithPartition(nil)")
+			return
+		}
+		c.partition, c.partitioned = p, true
+	}
+}
+
+// WithDialect sets the header dialects written on every response (all of
+// them, in order, when several are given). The default is IETF; None writes
+// no rate-limit headers.
+func WithDialect(ds ...Dialect) Option {
+	return func(c *config) {
+		c.dialects = c.dialects[:0:0]
+		for _, d := range ds {
+			if !knownDialect(d) {
+				c.fail("unknown dialect %q", d)
+				continue
+			}
+			c.dialects = append(c.dialects, d)
+		}
+	}
+}
+
+func knownDialect(d Dialect) bool {
+	for _, x := range Dialects() {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// WithRetryAfter sets the Retry-After form of a rejection (default
+// RetryAfterSeconds). Either form rounds up.
+func WithRetryAfter(f RetryAfter) Option {
+	return func(c *config) {
+		switch f {
+		case RetryAfterSeconds, RetryAfterDate, RetryAfterNone:
+			c.retryAfter = f
+		default:
+			c.fail("unknown Retry-After form %q", f)
+		}
+	}
+}
+
+// WithRejectStatus sets the status of a rejection (default 429; GitHub's
+// primary rate limit answers 403, nginx's limit_req 503).
+func WithRejectStatus(code int) Option {
+	return func(c *config) {
+		if code < 400 || code > 599 {
+			c.fail("reject status %d: want a 4xx or 5xx code", code)
+			return
+		}
+		c.rejectStatus = code
+	}
+}
+
+// WithAdmissionLog keeps the last n admissions for Admissions (default
+// 100000); 0 keeps none.
+func WithAdmissionLog(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.fail("admission log size %d: must not be negative", n)
+			return
+		}
+		c.logSize = n
+	}
+}
+
+// ServerErrors is the fault of bursts of 5xx: of every Every admitted
+// requests, the last Burst are answered with Status instead of reaching the
+// API. They still count against the quota, as when a backend behind a rate
+// limiter fails.
+type ServerErrors struct {
+	Every  int
+	Burst  int
+	Status int // default 503
+}
+
+// WithServerErrors switches on bursts of 5xx.
+func WithServerErrors(e ServerErrors) Option {
+	return func(c *config) {
+		if e.Status == 0 {
+			e.Status = http.StatusServiceUnavailable
+		}
+		switch {
+		case e.Every < 1 || e.Burst < 1 || e.Burst > e.Every:
+			c.fail("server errors: want 1 <= Burst <= Every, got Burst %d, Every %d", e.Burst, e.Every)
+		case e.Status < 500 || e.Status > 599:
+			c.fail("server errors: status %d is not a 5xx", e.Status)
+		default:
+			c.faults.serverErrors = e
+		}
+	}
+}
+
+// WithDroppedConnections closes the connection of every n-th admitted
+// request without writing a response (the request counts against the
+// quota).
+func WithDroppedConnections(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("dropped connections: every %d: want at least 1", n)
+			return
+		}
+		c.faults.dropEvery = n
+	}
+}
+
+// WithLatency delays every request by d before the quota is consulted.
+func WithLatency(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.fail("latency %v: must not be negative", d)
+			return
+		}
+		c.faults.latency = d
+	}
+}
+
+// WithMisleadingHeaders makes the headers of an admitted response describe
+// only the looser policy (the one with the most units left), as when two
+// stacked limiters overwrite each other's headers; a rejection still
+// describes the policy that refused. It needs at least two policies to
+// mislead.
+func WithMisleadingHeaders() Option {
+	return func(c *config) { c.faults.misleading = true }
+}
+
+// WithMissingHeaders leaves the rate-limit headers off every n-th response
+// (1: all of them), as when some responses come from a cache or another
+// route. Retry-After is still written.
+func WithMissingHeaders(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("missing headers: every %d: want at least 1", n)
+			return
+		}
+		c.faults.missingEvery = n
+	}
+}
+
+// WithDateSkew makes the server's wall clock off by d: the Date header and
+// every absolute time it writes (epoch resets, HTTP-date Retry-After, RFC
+// 3339 resets) move by d; delays do not. The quota itself is unaffected.
+func WithDateSkew(d time.Duration) Option {
+	return func(c *config) { c.faults.dateSkew = d }
+}

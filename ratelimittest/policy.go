@@ -1,0 +1,255 @@
+package ratelimittest
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Algorithm names a rate-limiting algorithm. The names are the ones apisim's
+// -algorithm flag takes.
+type Algorithm string
+
+// The algorithms. Each is exact (integer nanoseconds, no floating point) and
+// admits a request only if its whole cost fits.
+const (
+	// FixedWindow admits up to Limit per window; windows are aligned to the
+	// clock (multiples of Window since the Unix epoch) and start empty, so up
+	// to twice the limit can pass in a span shorter than a window that
+	// straddles a boundary.
+	FixedWindow Algorithm = "fixed-window"
+	// SlidingLog remembers the time of each admitted unit and admits a
+	// request only if no window-long span ending now would hold more than
+	// Limit. Rejected requests are not logged, so a key's log never holds
+	// more than Limit entries, even under attack.
+	SlidingLog Algorithm = "sliding-log"
+	// SlidingCounter keeps the counts of the current and the previous
+	// aligned window and admits while prev*(Window-elapsed)/Window + current
+	// stays within Limit (Cloudflare's and go-chi/httprate's estimate).
+	SlidingCounter Algorithm = "sliding-counter"
+	// TokenBucket holds up to Burst tokens, starts full and gains Limit
+	// tokens per Window; a request takes one token per unit of cost.
+	TokenBucket Algorithm = "token-bucket"
+	// LeakyBucket is the leaky bucket as a meter: each admitted unit adds one
+	// to a bucket of size Burst that drains Limit per Window; a request that
+	// would overflow it is rejected (not queued).
+	LeakyBucket Algorithm = "leaky-bucket"
+	// GCRA is the generic cell rate algorithm (virtual scheduling): an
+	// emission interval T = Window/Limit and a tolerance of (Burst-1)*T. It
+	// stores one theoretical arrival time per key.
+	GCRA Algorithm = "gcra"
+)
+
+// Algorithms returns every algorithm, in the order of the package doc.
+func Algorithms() []Algorithm {
+	return []Algorithm{FixedWindow, SlidingLog, SlidingCounter, TokenBucket, LeakyBucket, GCRA}
+}
+
+// ParseAlgorithm returns the algorithm named s (case-insensitive; "_" may
+// stand for "-").
+func ParseAlgorithm(s string) (Algorithm, error) {
+	n := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
+	for _, a := range Algorithms() {
+		if string(a) == n {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("ratelimittest: unknown algorithm %q (want one of %s)", s, joinNames(Algorithms()))
+}
+
+func joinNames[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Unit is what a policy counts.
+type Unit string
+
+// Units. Requests is the default; the token units exist for the openai and
+// anthropic dialects, whose servers meter tokens beside requests.
+const (
+	Requests     Unit = "requests"
+	Tokens       Unit = "tokens"
+	InputTokens  Unit = "input-tokens"
+	OutputTokens Unit = "output-tokens"
+)
+
+// Policy is one quota the server enforces. A request is admitted only if
+// every policy admits it; then it is charged to all of them.
+type Policy struct {
+	// Name identifies the policy in the headers that carry names (the IETF
+	// dialect, GitHub's resource). Empty means a name made from the numbers,
+	// such as "10-per-1s".
+	Name string
+	// Algorithm defaults to FixedWindow.
+	Algorithm Algorithm
+	// Limit is how many units the policy admits per Window (for the bucket
+	// algorithms and GCRA, the rate at which quota comes back). At least 1.
+	Limit int
+	// Window is the period of Limit. At least 1ms.
+	Window time.Duration
+	// Burst is the capacity of TokenBucket and LeakyBucket and the burst
+	// GCRA tolerates (tolerance (Burst-1)*Window/Limit). 0 means Limit. The
+	// window algorithms ignore it.
+	Burst int
+	// Unit is what the policy counts; it defaults to Requests.
+	Unit Unit
+	// Cost says how many units a request uses. Nil charges 1. A negative
+	// cost is charged as 0.
+	Cost func(*http.Request) int
+}
+
+// CostFromHeader returns a Policy.Cost that reads a request's cost from the
+// header name as a decimal integer, or uses def when the header is absent or
+// not a non-negative integer.
+func CostFromHeader(name string, def int) func(*http.Request) int {
+	return func(r *http.Request) int {
+		v := strings.TrimSpace(r.Header.Get(name))
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return def
+		}
+		return n
+	}
+}
+
+// String describes the policy, for logs: "token-bucket 10 per 1s (burst 20)".
+func (p Policy) String() string {
+	r, err := compile(p)
+	if err != nil {
+		return fmt.Sprintf("invalid policy (%v)", err)
+	}
+	return r.String()
+}
+
+// maxSlidingLog bounds a sliding log's Limit: it stores one entry per unit.
+const maxSlidingLog = 1 << 24
+
+// rule is a validated policy with its derived numbers.
+type rule struct {
+	name      string
+	named     bool // the name was given, not made from the numbers
+	alg       Algorithm
+	unit      Unit
+	limit     int64 // per window
+	window    int64 // ns
+	burst     int64 // bucket capacity (= limit for the window algorithms)
+	num, den  int64 // rate limit/window reduced: num units per den ns
+	fullScale int64 // burst*den, a full bucket in scaled units
+	cost      func(*http.Request) int
+}
+
+func compile(p Policy) (*rule, error) {
+	r := &rule{name: p.Name, alg: p.Algorithm, unit: p.Unit, cost: p.Cost}
+	if r.alg == "" {
+		r.alg = FixedWindow
+	}
+	if _, err := ParseAlgorithm(string(r.alg)); err != nil {
+		return nil, err
+	}
+	if r.unit == "" {
+		r.unit = Requests
+	}
+	switch r.unit {
+	case Requests, Tokens, InputTokens, OutputTokens:
+	default:
+		return nil, fmt.Errorf("ratelimittest: unknown unit %q", p.Unit)
+	}
+	if p.Limit < 1 {
+		return nil, fmt.Errorf("ratelimittest: policy limit %d: must be at least 1", p.Limit)
+	}
+	if p.Window < time.Millisecond {
+		return nil, fmt.Errorf("ratelimittest: policy window %v: must be at least 1ms", p.Window)
+	}
+	if p.Burst < 0 {
+		return nil, fmt.Errorf("ratelimittest: policy burst %d: must not be negative", p.Burst)
+	}
+	r.limit, r.window, r.burst = int64(p.Limit), int64(p.Window), int64(p.Burst)
+	if r.burst == 0 || r.alg == FixedWindow || r.alg == SlidingLog || r.alg == SlidingCounter {
+		r.burst = r.limit
+	}
+	if r.alg == SlidingLog && r.limit > maxSlidingLog {
+		return nil, fmt.Errorf("ratelimittest: sliding-log limit %d: at most %d (it stores one entry per unit)", p.Limit, maxSlidingLog)
+	}
+	g := gcd(r.limit, r.window)
+	r.num, r.den = r.limit/g, r.window/g
+	if r.den > math.MaxInt64/4/r.burst {
+		return nil, fmt.Errorf("ratelimittest: policy %d per %v with burst %d: the numbers are too large to meter exactly", p.Limit, p.Window, r.burst)
+	}
+	r.fullScale = r.burst * r.den
+	r.named = r.name != ""
+	if r.name == "" {
+		r.name = fmt.Sprintf("%d-per-%s", r.limit, time.Duration(r.window))
+	}
+	return r, nil
+}
+
+func (r *rule) String() string {
+	s := fmt.Sprintf("%s %d %s per %s", r.alg, r.limit, r.unit, time.Duration(r.window))
+	switch r.alg {
+	case TokenBucket, LeakyBucket, GCRA:
+		s += fmt.Sprintf(" (burst %d)", r.burst)
+	}
+	return s
+}
+
+// capacity is the most a key can have left: the burst for the buckets and
+// GCRA, the limit for the window algorithms.
+func (r *rule) capacity() int64 { return r.burst }
+
+// costOf is what req costs under this rule.
+func (r *rule) costOf(req *http.Request) int64 {
+	if r.cost == nil {
+		return 1
+	}
+	c := r.cost(req)
+	if c < 0 {
+		return 0
+	}
+	return int64(c)
+}
+
+// meter is one key's state under one rule. The caller serializes calls and
+// passes non-decreasing times to advance.
+type meter interface {
+	// advance brings the state to now.
+	advance(now int64)
+	// fits reports whether cost units can be admitted now; if not, wait is
+	// how long until they could be (if nothing else is admitted first), or
+	// never when cost exceeds what the policy can ever admit.
+	fits(cost int64) (ok bool, wait int64)
+	// take charges cost units, which fits has allowed.
+	take(cost int64)
+	// status reports the units left now and the time until the key's quota
+	// is fully restored (0 when it is).
+	status() (remaining, reset int64)
+}
+
+func (r *rule) newMeter(now int64) meter {
+	var m meter
+	switch r.alg {
+	case SlidingLog:
+		m = &slidingLog{r: r}
+	case SlidingCounter:
+		m = &slidingCounter{r: r, start: floorDiv(now, r.window) * r.window}
+	case TokenBucket:
+		m = &tokenBucket{r: r, level: r.fullScale, last: now}
+	case LeakyBucket:
+		m = &leakyBucket{r: r, last: now}
+	case GCRA:
+		m = &gcra{r: r, tat: mixed{ns: now}}
+	default:
+		m = &fixedWindow{r: r, start: floorDiv(now, r.window) * r.window}
+	}
+	m.advance(now)
+	return m
+}

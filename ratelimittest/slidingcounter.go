@@ -1,0 +1,73 @@
+package ratelimittest
+
+// slidingCounter keeps the counts of the current aligned window, which
+// started at start, and of the previous one. At elapsed time e into the
+// current window it estimates the last window-long span as
+// prev*(window-e)/window + curr, and admits cost units while that estimate
+// plus cost stays within limit. The comparison is done in 128-bit integers:
+// prev*(window-e) + (curr+cost)*window <= limit*window.
+type slidingCounter struct {
+	r          *rule
+	now, start int64
+	prev, curr int64
+}
+
+func (m *slidingCounter) advance(now int64) {
+	m.now = now
+	ws := floorDiv(now, m.r.window) * m.r.window
+	if ws == m.start {
+		return
+	}
+	if ws == m.start+m.r.window {
+		m.prev = m.curr
+	} else {
+		m.prev = 0
+	}
+	m.start, m.curr = ws, 0
+}
+
+func (m *slidingCounter) fits(cost int64) (bool, int64) {
+	w, l := m.r.window, m.r.limit
+	if cost > l {
+		return false, never
+	}
+	e := m.now - m.start
+	lhs := mul128(m.prev, w-e).add(mul128(m.curr+cost, w))
+	if lhs.cmp(mul128(l, w)) <= 0 {
+		return true, 0
+	}
+	// Later in this window: prev*(w-e') <= (l-curr-cost)*w, that is
+	// e' >= w - floor((l-curr-cost)*w/prev).
+	if avail := l - m.curr - cost; avail > 0 && m.prev > 0 {
+		if x := mulDiv(avail, w, m.prev); x > 0 {
+			return false, m.start + w - x - m.now
+		}
+	}
+	// In the next window curr becomes prev: curr*(w-e'') <= (l-cost)*w.
+	e2 := int64(0)
+	if m.curr > 0 {
+		e2 = w - mulDiv(l-cost, w, m.curr)
+		if e2 < 0 {
+			e2 = 0
+		}
+	}
+	return false, m.start + w + e2 - m.now
+}
+
+func (m *slidingCounter) take(cost int64) { m.curr += cost }
+
+func (m *slidingCounter) status() (int64, int64) {
+	w := m.r.window
+	e := m.now - m.start
+	rem := m.r.limit - m.curr - mulDivCeil(m.prev, w-e, w)
+	if rem < 0 {
+		rem = 0
+	}
+	switch {
+	case m.curr > 0:
+		return rem, m.start + 2*w - m.now
+	case m.prev > 0:
+		return rem, m.start + w - m.now
+	}
+	return rem, 0
+}
