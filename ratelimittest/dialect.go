@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,8 +141,11 @@ func (v *view) binding(u Unit) *policyStatus {
 }
 
 func better(s, b *policyStatus) bool {
-	if s.refused != b.refused {
+	switch {
+	case s.refused != b.refused:
 		return s.refused
+	case s.refused && s.reset != b.reset:
+		return s.reset > b.reset // the one Retry-After comes from
 	}
 	if s.remaining != b.remaining {
 		return s.remaining < b.remaining
@@ -214,17 +218,11 @@ func (v *view) write(h http.Header, d Dialect) {
 			h.Set("RateLimit", strings.Join(rl, ", "))
 		}
 	case IETFDraft7, IETFDraft6:
-		var pol []string
-		for _, s := range v.status {
-			if s.rule.unit == Requests {
-				pol = append(pol, fmt.Sprintf("%d;w=%d", s.rule.capacity(), ietfWindow(s.rule)))
-			}
-		}
 		b := v.binding(Requests)
 		if b == nil {
 			return
 		}
-		h.Set("RateLimit-Policy", strings.Join(pol, ", "))
+		h.Set("RateLimit-Policy", strings.Join(v.draftPolicies(b), ", "))
 		reset := ceilDiv(b.reset, second)
 		if d == IETFDraft7 {
 			h.Set("RateLimit", fmt.Sprintf("limit=%d, remaining=%d, reset=%d", b.rule.capacity(), b.remaining, reset))
@@ -292,6 +290,25 @@ func (v *view) write(h http.Header, d Dialect) {
 			h.Set("X-Shopify-Shop-Api-Call-Limit", fmt.Sprintf("%d/%d", b.rule.capacity()-b.remaining, b.rule.capacity()))
 		}
 	}
+}
+
+// draftPolicies lists the request policies for drafts -04..-07, which tie
+// the current state to a policy by its quota alone and so forbid two
+// policies with the same quota: a policy whose quota repeats another's is
+// left out, except that the binding one is always kept.
+func (v *view) draftPolicies(b *policyStatus) []string {
+	var pol []string
+	var seen []int64
+	for i := range v.status {
+		s := &v.status[i]
+		q := s.rule.capacity()
+		if s.rule.unit != Requests || (s != b && q == b.rule.capacity()) || slices.Contains(seen, q) {
+			continue
+		}
+		seen = append(seen, q)
+		pol = append(pol, fmt.Sprintf("%d;w=%d", q, ietfWindow(s.rule)))
+	}
+	return pol
 }
 
 // millis formats n milliseconds as seconds with up to three decimals:

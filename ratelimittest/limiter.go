@@ -40,8 +40,9 @@ type decision struct {
 type policyStatus struct {
 	rule      *rule
 	remaining int64
-	reset     int64 // ns until fully restored
+	reset     int64 // ns until fully restored, or for a refusal until admitted
 	refused   bool  // this policy refused the request
+	wait      int64 // when refused: ns until it would admit, or never
 }
 
 func newLimiter(rules []*rule) *limiter { return &limiter{rules: rules} }
@@ -71,7 +72,7 @@ func (ks *keyState) decideLocked(rules []*rule, now int64, costs []int64, out []
 	for i, m := range ks.meters {
 		m.advance(now)
 		ok, wait := m.fits(costs[i])
-		d.status[i] = policyStatus{rule: rules[i], refused: !ok}
+		d.status[i] = policyStatus{rule: rules[i], refused: !ok, wait: wait}
 		if ok {
 			continue
 		}
@@ -87,7 +88,13 @@ func (ks *keyState) decideLocked(rules []*rule, now int64, costs []int64, out []
 		if d.admitted {
 			m.take(costs[i])
 		}
-		d.status[i].remaining, d.status[i].reset = m.status()
+		st := &d.status[i]
+		st.remaining, st.reset = m.status()
+		if st.refused && st.wait != never {
+			// A refusal's reset is when this policy would admit the
+			// request, so that it agrees with Retry-After.
+			st.reset = st.wait
+		}
 	}
 	return d
 }
