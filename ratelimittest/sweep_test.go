@@ -1,0 +1,72 @@
+package ratelimittest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Keys whose quota is fully restored are dropped, so a server partitioned
+// by client address does not grow without bound; keys still limited stay.
+func TestSweepDropsOnlyRestoredKeys(t *testing.T) {
+	r := mustRule(t, Policy{Algorithm: SlidingLog, Limit: 2, Window: time.Second})
+	l := newLimiter([]*rule{r})
+	out := make([]policyStatus, 1)
+	now := base
+	l.decide("busy", now, []int64{1}, out)
+	l.decide("busy", now, []int64{1}, out)
+	for i := range sweepEvery - 2 {
+		l.decide(fmt.Sprint(i), now, []int64{1}, out)
+	}
+	require.Equal(t, sweepEvery-1, l.keyCount())
+	now += int64(2 * time.Second)
+	l.decide("busy", now, []int64{1}, out) // busy again: the log holds it
+	l.decide("new", now, []int64{1}, out)  // the 4096th new key sweeps
+	require.Equal(t, 2, l.keyCount(), "the idle keys are gone")
+	d := l.decide("busy", now, []int64{1}, out)
+	require.True(t, d.admitted)
+	d = l.decide("busy", now, []int64{1}, out)
+	require.False(t, d.admitted, "busy kept its state through the sweep")
+}
+
+// FuzzMeters runs random traffic through every algorithm and checks the
+// invariants of checkMeter, plus each algorithm's defining bound.
+func FuzzMeters(f *testing.F) {
+	f.Add(uint8(0), uint16(10), uint32(1000), uint16(0), []byte{0, 0, 0, 1, 5, 200, 7, 3})
+	f.Add(uint8(2), uint16(3), uint32(1100), uint16(2), []byte{9, 9, 9, 9, 255, 1, 128})
+	f.Add(uint8(5), uint16(7), uint32(1), uint16(50), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Fuzz(func(t *testing.T, alg uint8, limit uint16, windowMs uint32, burst uint16, ops []byte) {
+		algs := Algorithms()
+		p := Policy{
+			Algorithm: algs[int(alg)%len(algs)],
+			Limit:     1 + int(limit%2000),
+			Window:    time.Duration(1+uint64(windowMs)%(100*86_400_000)) * time.Millisecond,
+			Burst:     int(burst % 4000),
+		}
+		r, err := compile(p)
+		if err != nil {
+			t.Skip(err)
+		}
+		var steps []step
+		for i := 0; i+1 < len(ops) && len(steps) < 300; i += 2 {
+			// dt spans bursts (0), fractions of the window and long gaps.
+			dt := int64(ops[i]) * int64(ops[i]) * r.window / 4096
+			steps = append(steps, step{dt: dt, cost: 1 + int64(ops[i+1])%min(4, r.capacity())})
+		}
+		got := checkMeter(t, r, base+int64(limit)*7919, steps)
+		switch r.alg {
+		case SlidingLog:
+			require.LessOrEqual(t, int64(maxInWindow(got, r.window)), r.limit)
+		case FixedWindow, SlidingCounter:
+			per := map[int64]int64{}
+			for _, a := range got {
+				per[floorDiv(a, r.window)]++
+			}
+			for _, n := range per {
+				require.LessOrEqual(t, n, r.limit)
+			}
+		}
+	})
+}
