@@ -220,10 +220,13 @@ func TestDialectHeaders(t *testing.T) {
 		require.Equal(t, "1", res.Header.Get("Retry-After"))
 	})
 	t.Run("several at once", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithDialect(rlt.IETFDraft6, rlt.XRateLimit))
+		h, _ := newHandler(t, rlt.WithDialect(rlt.IETFDraft6, rlt.XRateLimit, rlt.OpenAI, rlt.Anthropic, rlt.Shopify))
 		res := call(h)
 		require.Equal(t, "9", res.Header.Get("RateLimit-Remaining"))
 		require.Equal(t, "9", res.Header.Get("X-RateLimit-Remaining"))
+		require.Equal(t, "9", res.Header.Get("X-Ratelimit-Remaining-Requests"))
+		require.Equal(t, "9", res.Header.Get("Anthropic-Ratelimit-Requests-Remaining"))
+		require.Equal(t, "1/10", res.Header.Get("X-Shopify-Shop-Api-Call-Limit"))
 	})
 	t.Run("partition key", func(t *testing.T) {
 		h, _ := newHandler(t, rlt.WithPartition(rlt.ByHeader("X-Api-Key")))
@@ -386,6 +389,8 @@ func TestInvalidOptions(t *testing.T) {
 		"huge numbers":     rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 7, Window: 1000 * time.Hour, Burst: 1 << 40}),
 		"huge log":         rlt.WithPolicy(rlt.Policy{Algorithm: rlt.SlidingLog, Limit: 1 << 30, Window: time.Second}),
 		"dialect":          rlt.WithDialect("ietf-draft-99"),
+		"clashing drafts":  rlt.WithDialect(rlt.IETF, rlt.IETFDraft6),
+		"clashing x-":      rlt.WithDialect(rlt.OpenAI, rlt.GitHub, rlt.Discord),
 		"retry-after":      rlt.WithRetryAfter("soon"),
 		"status":           rlt.WithRejectStatus(200),
 		"errors":           rlt.WithServerErrors(rlt.ServerErrors{Every: 2, Burst: 3}),

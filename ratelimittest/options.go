@@ -58,7 +58,33 @@ func newConfig(opts []Option) (*config, error) {
 	if len(c.policies) == 0 {
 		c.policies = []Policy{DefaultPolicy}
 	}
+	if err := checkDialects(c.dialects); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// dialectFamily groups the dialects that write the same header names; two
+// of one family on a response would overwrite each other.
+func dialectFamily(d Dialect) string {
+	switch d {
+	case IETF, IETFDraft7, IETFDraft6:
+		return "RateLimit-Policy"
+	case XRateLimit, GitHub, Discord:
+		return "X-RateLimit-Limit"
+	}
+	return ""
+}
+
+func checkDialects(ds []Dialect) error {
+	for i, a := range ds {
+		for _, b := range ds[:i] {
+			if f := dialectFamily(a); f != "" && f == dialectFamily(b) {
+				return fmt.Errorf("ratelimittest: dialects %s and %s both write %s; choose one", b, a, f)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *config) fail(format string, args ...any) {
@@ -99,8 +125,9 @@ func WithPartition(p Partition) Option {
 }
 
 // WithDialect sets the header dialects written on every response (all of
-// them, in order, when several are given). The default is IETF; None writes
-// no rate-limit headers.
+// them, when several are given). Dialects that write the same header names
+// (the IETF drafts; x-ratelimit, github and discord) cannot be combined.
+// The default is IETF; None writes no rate-limit headers.
 func WithDialect(ds ...Dialect) Option {
 	return func(c *config) {
 		c.dialects = c.dialects[:0:0]
