@@ -82,6 +82,7 @@ func sleep(ctx context.Context, clock Clock, d time.Duration) error {
 // timeline turns clock readings into int64 nanoseconds since the Unix
 // epoch. It measures from a reading taken at construction, so a real clock's
 // monotonic reading keeps the count steady when the wall clock is stepped.
+// It saturates about 292 years after that reading.
 type timeline struct {
 	origin   time.Time
 	originNs int64
@@ -89,15 +90,24 @@ type timeline struct {
 
 func newTimeline(c Clock) timeline {
 	o := c.Now()
-	return timeline{origin: o, originNs: int64(o.Sub(time.Unix(0, 0)))}
+	if y := o.Year(); y > 1678 && y < 2262 {
+		return timeline{origin: o, originNs: int64(o.Sub(time.Unix(0, 0)))}
+	}
+	// Beyond what int64 nanoseconds since 1970 can hold (a zero
+	// time.Time, say): count from the start of o's UTC day instead, which
+	// keeps windows that divide a day aligned as they would be.
+	return timeline{origin: o, originNs: int64(o.Sub(o.Truncate(24 * time.Hour)))}
 }
 
 func (t timeline) ns(now time.Time) int64 {
-	d := now.Sub(t.origin)
-	if d > 0 && t.originNs > maxInt64-int64(d) {
+	d := int64(now.Sub(t.origin))
+	switch {
+	case d > 0 && t.originNs > maxInt64-d:
 		return maxInt64
+	case d < 0 && t.originNs < -maxInt64-d:
+		return -maxInt64
 	}
-	return t.originNs + int64(d)
+	return t.originNs + d
 }
 
 // time converts back, for the absolute times the headers carry.

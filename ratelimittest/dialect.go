@@ -25,6 +25,9 @@ const (
 	// item per request policy, `RateLimit-Policy: "burst";q=10;w=1` and
 	// `RateLimit: "burst";r=3;t=1` (t in delay-seconds), with pk (a byte
 	// sequence identifying the partition) when the quota is partitioned.
+	// For the buckets and GCRA, q is the burst and w the time to refill
+	// it. w is whole seconds, so a window (or refill) under a second is
+	// written w=1: the quota is exact, the implied rate is understated.
 	IETF Dialect = "ietf"
 	// IETFDraft7 is draft -07: `RateLimit-Policy: 10;w=1, 1000;w=86400` and,
 	// for the binding policy, `RateLimit: limit=10, remaining=3, reset=1`.
@@ -157,8 +160,21 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // epochCeil is the Unix time in seconds, rounded up, d after the wall time.
 func (v *view) epochCeil(d int64) int64 {
-	ns := v.wall.UnixNano() + d
-	return -floorDiv(-ns, second)
+	t := v.wall.Add(time.Duration(d))
+	if t.Nanosecond() > 0 {
+		return t.Unix() + 1
+	}
+	return t.Unix()
+}
+
+// epochMillisCeil is the Unix time in milliseconds, rounded up, d after the
+// wall time.
+func (v *view) epochMillisCeil(d int64) int64 {
+	t := v.wall.Add(time.Duration(d))
+	if t.Nanosecond()%int(time.Millisecond) > 0 {
+		return t.UnixMilli() + 1
+	}
+	return t.UnixMilli()
 }
 
 // ietfWindow is a policy's w parameter: its window, or for the buckets the
@@ -271,7 +287,7 @@ func (v *view) write(h http.Header, d Dialect) {
 		}
 		ms := int64(time.Millisecond)
 		after := ceilDiv(b.reset, ms)
-		resetMs := -floorDiv(-(v.wall.UnixNano() + b.reset), ms)
+		resetMs := v.epochMillisCeil(b.reset)
 		h.Set("X-RateLimit-Limit", itoa(b.rule.capacity()))
 		h.Set("X-RateLimit-Remaining", itoa(b.remaining))
 		h.Set("X-RateLimit-Reset", millis(resetMs))

@@ -16,10 +16,10 @@ func (m *fixedWindow) advance(now int64) {
 
 func (m *fixedWindow) fits(cost int64) (bool, int64) {
 	switch {
-	case m.count+cost <= m.r.limit:
-		return true, 0
 	case cost > m.r.limit:
 		return false, never
+	case cost <= m.r.limit-m.count:
+		return true, 0
 	}
 	return false, m.start + m.r.window - m.now
 }

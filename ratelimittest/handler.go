@@ -34,12 +34,41 @@ func NewHandler(next http.Handler, opts ...Option) (*Handler, error) {
 			return nil, fmt.Errorf("policy %d: %w", i+1, err)
 		}
 	}
+	if err := uniqueNames(rules); err != nil {
+		return nil, err
+	}
 	if next == nil {
 		next = http.HandlerFunc(defaultAPI)
 	}
 	h := &Handler{next: next, cfg: cfg, lim: newLimiter(rules), tl: newTimeline(cfg.clock)}
 	h.count.logSize = cfg.logSize
 	return h, nil
+}
+
+// uniqueNames makes the policies' names unique, since clients find IETF
+// policies by name: a given name may not repeat, and a made-up name that
+// repeats an earlier one gets a suffix ("10-per-1s-2").
+func uniqueNames(rules []*rule) error {
+	named := map[string]bool{}
+	for _, r := range rules {
+		if r.named {
+			if named[r.name] {
+				return fmt.Errorf("ratelimittest: the policy name %q is used twice", r.name)
+			}
+			named[r.name] = true
+		}
+	}
+	taken := map[string]bool{}
+	for _, r := range rules {
+		if !r.named {
+			base := r.name
+			for k := 2; taken[r.name] || named[r.name]; k++ {
+				r.name = fmt.Sprintf("%s-%d", base, k)
+			}
+		}
+		taken[r.name] = true
+	}
+	return nil
 }
 
 // defaultAPI is the API behind the limiter when none is given.
@@ -142,13 +171,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kc := h.count.key(key)
 	if !d.admitted {
 		h.count.rejected.Add(1)
-		kc.rejected.Add(1)
+		if kc != nil {
+			kc.rejected.Add(1)
+		}
 		h.reject(w, &v)
 		return
 	}
-	kc.admitted.Add(1)
+	if kc != nil {
+		kc.served.Add(1)
+	}
 	h.count.record(Admission{Time: h.tl.time(d.now), Key: key})
-	a := h.count.admitted.Add(1)
+	a := h.count.served.Add(1)
 	if f.dropEvery > 0 && a%int64(f.dropEvery) == 0 {
 		h.count.dropped.Add(1)
 		drop(w)
@@ -159,7 +192,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "injected server error", e.Status)
 		return
 	}
-	h.count.served.Add(1)
 	h.next.ServeHTTP(w, r)
 }
 
@@ -189,11 +221,20 @@ func mislead(st []policyStatus, admitted bool) []policyStatus {
 
 func (h *Handler) reject(w http.ResponseWriter, v *view) {
 	hdr := w.Header()
+	if v.wait == never {
+		// No wait would help, so this is not "too many requests" and
+		// carries no Retry-After.
+		hdr.Set("Content-Type", "text/plain; charset=utf-8")
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		fmt.Fprintln(w, "Content Too Large: this request costs more than the quota can ever admit")
+		return
+	}
 	if ra := v.retryAfter(h.cfg.retryAfter); ra != "" {
 		hdr.Set("Retry-After", ra)
 	}
 	for _, d := range h.cfg.dialects {
-		if d == Discord && v.wait != never {
+		if d == Discord {
 			hdr.Set("Content-Type", "application/json")
 			w.WriteHeader(h.cfg.rejectStatus)
 			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %s, "global": false}`+"\n",
@@ -204,10 +245,6 @@ func (h *Handler) reject(w http.ResponseWriter, v *view) {
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(h.cfg.rejectStatus)
-	if v.wait == never {
-		fmt.Fprintln(w, "Too Many Requests: this request costs more than the quota can ever admit")
-		return
-	}
 	fmt.Fprintf(w, "Too Many Requests: retry in %v\n", time.Duration(v.wait))
 }
 

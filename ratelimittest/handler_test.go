@@ -109,8 +109,8 @@ func TestPartitions(t *testing.T) {
 		require.Equal(t, []int{200, 200, 429}, statuses(h, 3, "X-Api-Key", "bob"))
 		require.Equal(t, []int{200, 200, 429}, statuses(h, 3), "no key: the quota of the empty key")
 		st := h.Stats()
-		require.Equal(t, rlt.KeyStats{Admitted: 2, Rejected: 1}, st.Keys["alice"])
-		require.Equal(t, rlt.KeyStats{Admitted: 2, Rejected: 1}, st.Keys[""])
+		require.Equal(t, rlt.KeyStats{Served: 2, Rejected: 1}, st.Keys["alice"])
+		require.Equal(t, rlt.KeyStats{Served: 2, Rejected: 1}, st.Keys[""])
 		require.Len(t, st.Keys, 3)
 	})
 	t.Run("by client address", func(t *testing.T) {
@@ -265,8 +265,10 @@ func TestRetryAfterForms(t *testing.T) {
 	t.Run("a cost that can never fit", func(t *testing.T) {
 		h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 5, Window: time.Second, Cost: rlt.CostFromHeader("X-Cost", 1)}))
 		res := call(h, "X-Cost", "6")
-		require.Equal(t, 429, res.StatusCode)
-		require.Empty(t, res.Header.Get("Retry-After"), "no wait would help")
+		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, "no wait would help: not a 429")
+		require.Empty(t, res.Header.Get("Retry-After"))
+		res = call(h, "X-Cost", "9223372036854775807")
+		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
 		require.Equal(t, 200, call(h, "X-Cost", "5").StatusCode)
 	})
 	t.Run("status", func(t *testing.T) {
@@ -281,9 +283,8 @@ func TestFaults(t *testing.T) {
 			rlt.WithServerErrors(rlt.ServerErrors{Every: 5, Burst: 2}))
 		require.Equal(t, []int{200, 200, 200, 503, 503, 200, 200, 200, 503, 503}, statuses(h, 10))
 		st := h.Stats()
-		require.Equal(t, int64(6), st.Served)
+		require.Equal(t, int64(10), st.Served, "a failed request still spent quota")
 		require.Equal(t, int64(4), st.Failed)
-		require.Equal(t, int64(10), st.Admitted(), "a failed request still spent quota")
 	})
 	t.Run("dropped connections", func(t *testing.T) {
 		srv := rlt.NewServer(nil, rlt.WithPolicy(rlt.Policy{Limit: 100, Window: time.Second}), rlt.WithDroppedConnections(3))
@@ -323,7 +324,7 @@ func TestFaults(t *testing.T) {
 		cancel()
 		req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
 		h.ServeHTTP(httptest.NewRecorder(), req)
-		require.Zero(t, h.Stats().Admitted()+h.Stats().Rejected)
+		require.Zero(t, h.Stats().Served+h.Stats().Rejected)
 	})
 	t.Run("misleading headers", func(t *testing.T) {
 		h, clock := newHandler(t, rlt.WithMisleadingHeaders(), rlt.WithDialect(rlt.IETF),
@@ -450,4 +451,38 @@ func TestString(t *testing.T) {
 		"headers none; rejections 429 with Retry-After seconds; faults: latency 1ms", h.String())
 	require.Equal(t, "token-bucket 5 requests per 1s (burst 5)", rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 5, Window: time.Second}.String())
 	require.Contains(t, rlt.Policy{}.String(), "invalid policy")
+}
+
+// Policies are told apart by name: made-up names that repeat get a suffix,
+// given names may not repeat, and a dialect named twice is written once.
+func TestPolicyNamesAreUnique(t *testing.T) {
+	h, _ := newHandler(t,
+		rlt.WithPolicy(rlt.Policy{Limit: 10, Window: time.Second}),
+		rlt.WithPolicy(rlt.Policy{Limit: 10, Window: time.Second, Algorithm: rlt.TokenBucket}),
+		rlt.WithDialect(rlt.IETF, rlt.IETF))
+	require.Equal(t, `"10-per-1s";q=10;w=1, "10-per-1s-2";q=10;w=1`, call(h).Header.Get("RateLimit-Policy"))
+
+	_, err := rlt.NewHandler(nil,
+		rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 10, Window: time.Second}),
+		rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 100, Window: time.Minute}))
+	require.ErrorContains(t, err, `name "api" is used twice`)
+}
+
+// A clock far from today (a zero time.Time) still limits correctly, and its
+// headers carry its own (odd) epoch times.
+func TestClockAtTheZeroTime(t *testing.T) {
+	clock := rlt.NewManualClock(time.Time{})
+	for _, alg := range rlt.Algorithms() {
+		h, err := rlt.NewHandler(nil, rlt.WithClock(clock), rlt.WithDialect(rlt.XRateLimit),
+			rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 3, Window: time.Second}))
+		require.NoError(t, err)
+		require.Equal(t, []int{200, 200, 200, 429}, statuses(h, 4), alg)
+		res := call(h)
+		wait := int64(1)
+		if alg == rlt.SlidingCounter {
+			wait = 2 // the first window's 3 weigh fully at the start of the next
+		}
+		require.Equal(t, strconv.FormatInt(time.Time{}.Unix()+wait, 10), res.Header.Get("X-RateLimit-Reset"), alg)
+		require.Equal(t, strconv.FormatInt(wait, 10), res.Header.Get("Retry-After"), alg)
+	}
 }

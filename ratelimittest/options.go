@@ -2,6 +2,7 @@ package ratelimittest
 
 import (
 	"fmt"
+	"slices"
 	"net/http"
 	"time"
 )
@@ -33,8 +34,9 @@ type faults struct {
 	dateSkew     time.Duration
 }
 
-// DefaultPolicy is the policy used when no WithPolicy option is given.
-var DefaultPolicy = Policy{Algorithm: FixedWindow, Limit: 10, Window: time.Second}
+// DefaultPolicy returns the policy used when no WithPolicy option is given:
+// a fixed window of 10 requests per second.
+func DefaultPolicy() Policy { return Policy{Algorithm: FixedWindow, Limit: 10, Window: time.Second} }
 
 // defaultLogSize is how many admissions the log keeps unless
 // WithAdmissionLog says otherwise.
@@ -56,7 +58,7 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, c.errs[0]
 	}
 	if len(c.policies) == 0 {
-		c.policies = []Policy{DefaultPolicy}
+		c.policies = []Policy{DefaultPolicy()}
 	}
 	if err := checkDialects(c.dialects); err != nil {
 		return nil, err
@@ -132,11 +134,12 @@ func WithDialect(ds ...Dialect) Option {
 	return func(c *config) {
 		c.dialects = c.dialects[:0:0]
 		for _, d := range ds {
-			if !knownDialect(d) {
+			switch {
+			case !knownDialect(d):
 				c.fail("unknown dialect %q", d)
-				continue
+			case !slices.Contains(c.dialects, d):
+				c.dialects = append(c.dialects, d)
 			}
-			c.dialects = append(c.dialects, d)
 		}
 	}
 }
@@ -216,7 +219,9 @@ func WithServerErrors(e ServerErrors) Option {
 
 // WithDroppedConnections closes the connection of every n-th admitted
 // request without writing a response (the request counts against the
-// quota).
+// quota). Where the ResponseWriter cannot be hijacked (HTTP/2, a recorder)
+// it panics with http.ErrAbortHandler, which net/http servers turn into a
+// reset stream.
 func WithDroppedConnections(n int) Option {
 	return func(c *config) {
 		if n < 1 {

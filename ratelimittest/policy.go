@@ -27,8 +27,10 @@ const (
 	// more than Limit entries, even under attack.
 	SlidingLog Algorithm = "sliding-log"
 	// SlidingCounter keeps the counts of the current and the previous
-	// aligned window and admits while prev*(Window-elapsed)/Window + current
-	// stays within Limit (Cloudflare's and go-chi/httprate's estimate).
+	// aligned window and admits a request while the estimate
+	// prev*(Window-elapsed)/Window + current is below Limit (Cloudflare's
+	// and go-chi/httprate's rule), so a steady overload gets Limit per
+	// window; the estimate after an admission stays below Limit+1.
 	SlidingCounter Algorithm = "sliding-counter"
 	// TokenBucket holds up to Burst tokens, starts full and gains Limit
 	// tokens per Window; a request takes one token per unit of cost.
@@ -211,11 +213,14 @@ func (r *rule) costOf(req *http.Request) int64 {
 	if r.cost == nil {
 		return 1
 	}
-	c := r.cost(req)
-	if c < 0 {
+	c := int64(r.cost(req))
+	switch {
+	case c < 0:
 		return 0
+	case c > r.capacity():
+		return r.capacity() + 1 // can never fit; keeps the arithmetic small
 	}
-	return int64(c)
+	return c
 }
 
 // meter is one key's state under one rule. The caller serializes calls and

@@ -17,7 +17,7 @@ func (m *slidingLog) at(i int) int64 { return m.buf[(m.head+i)%len(m.buf)] }
 
 func (m *slidingLog) advance(now int64) {
 	m.now = now
-	for m.n > 0 && m.at(0) <= now-m.r.window {
+	for m.n > 0 && now-m.at(0) >= m.r.window {
 		m.head = (m.head + 1) % len(m.buf)
 		m.n--
 	}
@@ -26,10 +26,10 @@ func (m *slidingLog) advance(now int64) {
 func (m *slidingLog) fits(cost int64) (bool, int64) {
 	n := int64(m.n)
 	switch {
-	case n+cost <= m.r.limit:
-		return true, 0
 	case cost > m.r.limit:
 		return false, never
+	case cost <= m.r.limit-n:
+		return true, 0
 	}
 	// The k oldest entries must leave the window first; the k-th leaves
 	// window after it was admitted.

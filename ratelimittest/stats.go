@@ -9,24 +9,22 @@ import (
 
 // Stats counts what the server did, for assertions.
 type Stats struct {
-	// Served counts admitted requests that reached the API handler.
+	// Served counts the requests admitted, and so charged to the quota.
 	Served int64
-	// Rejected counts requests refused for quota.
+	// Rejected counts the requests refused for quota.
 	Rejected int64
-	// Failed counts admitted requests answered with an injected 5xx
-	// (WithServerErrors); Dropped, those whose connection was closed
-	// (WithDroppedConnections). Both were charged to the quota.
+	// Failed and Dropped count the served requests that a fault then
+	// answered with a 5xx (WithServerErrors) or left unanswered
+	// (WithDroppedConnections); the others reached the API.
 	Failed, Dropped int64
-	// Keys holds the counts of each partition key ("" for the shared quota).
+	// Keys holds the counts of each partition key ("" for the shared quota),
+	// for the first 65536 keys seen.
 	Keys map[string]KeyStats
 }
 
-// Admitted is every request charged to the quota: Served + Failed + Dropped.
-func (s Stats) Admitted() int64 { return s.Served + s.Failed + s.Dropped }
-
 // KeyStats counts one partition key's requests.
 type KeyStats struct {
-	Admitted, Rejected int64
+	Served, Rejected int64
 }
 
 // Admission is one admitted request in the admission log.
@@ -37,8 +35,9 @@ type Admission struct {
 
 type counters struct {
 	served, rejected, failed, dropped atomic.Int64
-	responses, admitted               atomic.Int64 // sequence numbers for the faults
+	responses                         atomic.Int64 // sequence number for the faults
 	keys                              sync.Map     // string -> *keyCounters
+	nkeys                             atomic.Int64
 
 	logMu   sync.Mutex
 	log     []Admission // ring of the last logSize admissions
@@ -46,13 +45,24 @@ type counters struct {
 	logSize int
 }
 
-type keyCounters struct{ admitted, rejected atomic.Int64 }
+type keyCounters struct{ served, rejected atomic.Int64 }
 
+// maxKeyStats bounds how many keys Stats counts one by one, so a server
+// partitioned by client address stays bounded under attack.
+const maxKeyStats = 1 << 16
+
+// key returns k's counters, or nil once maxKeyStats keys are counted.
 func (c *counters) key(k string) *keyCounters {
 	if v, ok := c.keys.Load(k); ok {
 		return v.(*keyCounters)
 	}
-	v, _ := c.keys.LoadOrStore(k, new(keyCounters))
+	if c.nkeys.Load() >= maxKeyStats {
+		return nil
+	}
+	v, loaded := c.keys.LoadOrStore(k, new(keyCounters))
+	if !loaded {
+		c.nkeys.Add(1)
+	}
 	return v.(*keyCounters)
 }
 
@@ -80,7 +90,7 @@ func (c *counters) stats() Stats {
 	}
 	c.keys.Range(func(k, v any) bool {
 		kc := v.(*keyCounters)
-		s.Keys[k.(string)] = KeyStats{Admitted: kc.admitted.Load(), Rejected: kc.rejected.Load()}
+		s.Keys[k.(string)] = KeyStats{Served: kc.served.Load(), Rejected: kc.rejected.Load()}
 		return true
 	})
 	return s

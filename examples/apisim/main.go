@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,8 @@ func main() {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(0)
+	case errors.As(err, new(flagError)):
+		os.Exit(2) // the flag package has printed the error and the usage
 	case errors.As(err, new(usageError)):
 		fmt.Fprintln(os.Stderr, "apisim:", err)
 		os.Exit(2)
@@ -44,7 +47,11 @@ func main() {
 	}
 }
 
-type usageError struct{ error }
+// usageError is a bad flag value; flagError, one the flag package reported.
+type (
+	usageError struct{ error }
+	flagError  struct{ error }
+)
 
 // settings are the parsed flags.
 type settings struct {
@@ -81,10 +88,10 @@ func (f durationFlag) Set(s string) error {
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 || n > 1e9 {
-			return 0, fmt.Errorf("%q: out of range", s)
+		if math.IsNaN(n) || math.Abs(n) > 1e9 { // Inf included
+			return 0, fmt.Errorf("%q: want seconds between -1e9 and 1e9", s)
 		}
-		return time.Duration(n * float64(time.Second)), nil
+		return time.Duration(math.Round(n * float64(time.Second))), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -124,7 +131,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, flagError{err}
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
@@ -171,14 +178,16 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	s.opts = append(s.opts, ratelimittest.WithDialect(dialects...))
 	if metersTokens {
 		t := *tokens
-		if t <= 0 {
+		if t == 0 {
 			t = 1000 * *limit
 		}
-		if *tokenCost < 0 {
-			return bad(fmt.Errorf("-token-cost %d: must not be negative", *tokenCost))
+		if t < 0 || *tokenCost < 0 {
+			return bad(fmt.Errorf("-tokens %d, -token-cost %d: must not be negative", t, *tokenCost))
 		}
+		// Tokens are metered by a bucket whatever -algorithm says, as the
+		// AI APIs do; a sliding log would store an entry per token.
 		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{
-			Name: "tokens", Algorithm: alg, Limit: t, Window: window, Unit: ratelimittest.Tokens,
+			Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.Tokens,
 			Cost: ratelimittest.CostFromHeader("X-Tokens", *tokenCost),
 		}))
 	}
@@ -199,21 +208,21 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		return bad(fmt.Errorf("-partition %q: want shared, addr or header:NAME", p))
 	}
 
-	if *errEvery > 0 {
+	if *errEvery != 0 {
 		s.opts = append(s.opts, ratelimittest.WithServerErrors(ratelimittest.ServerErrors{Every: *errEvery, Burst: *errBurst, Status: *errStatus}))
 		s.faulty = true
 	}
-	if *dropEvery > 0 {
+	if *dropEvery != 0 {
 		s.opts = append(s.opts, ratelimittest.WithDroppedConnections(*dropEvery))
 		s.faulty = true
 	}
-	if latency > 0 {
+	if latency != 0 {
 		s.opts = append(s.opts, ratelimittest.WithLatency(latency))
 	}
 	if *misleading {
 		s.opts = append(s.opts, ratelimittest.WithMisleadingHeaders())
 	}
-	if *missingEvery > 0 {
+	if *missingEvery != 0 {
 		s.opts = append(s.opts, ratelimittest.WithMissingHeaders(*missingEvery))
 	}
 	if skew != 0 {
@@ -233,8 +242,15 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	if err != nil {
 		return usageError{err}
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, r *http.Request) {
+	// Not a ServeMux: it would redirect paths such as //v1/x instead of
+	// letting the API answer them.
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/_stats" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		// served counts every admitted request; with faults on, failed
+		// and dropped say how many of them a fault then spoiled.
 		st := h.Stats()
 		w.Header().Set("Content-Type", "application/json")
 		if s.faulty {
@@ -243,13 +259,12 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 		}
 		fmt.Fprintf(w, `{"served": %d, "rejected": %d}`+"\n", st.Served, st.Rejected)
 	})
-	mux.Handle("/", h)
 
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	logger := log.New(logw, "", log.LstdFlags)
 	logger.Printf("apisim: serving http://%s, enforcing %s", ln.Addr(), h)
 	if ready != nil {
