@@ -2,8 +2,8 @@ package ratelimittest
 
 import (
 	"fmt"
-	"slices"
 	"net/http"
+	"slices"
 	"time"
 )
 
