@@ -324,6 +324,7 @@ func xcScenarios() []xcScenario {
 	no := func(adv, wait time.Duration, want ...xcState) xcStep {
 		return xcStep{advance: adv, status: http.StatusTooManyRequests, wait: wait, want: want}
 	}
+	tooLarge := func(st xcStep) xcStep { st.status = http.StatusRequestEntityTooLarge; return st }
 	s := func(rem int64, reset time.Duration) xcState { return xcState{remaining: rem, reset: reset} }
 	r := func(rem int64, reset time.Duration) xcState {
 		return xcState{remaining: rem, reset: reset, refused: true}
@@ -461,8 +462,8 @@ func xcScenarios() []xcScenario {
 				ok(0, s(46, left-250*ms), s(100, left-250*ms)).with(cost, "0"),
 				ok(0, s(45, left-250*ms), s(0, left-250*ms)).with(cost, "many"), // not a number: 100
 				no(0, left-250*ms, s(45, left-250*ms), r(0, left-250*ms)).with(cost, "1"),
-				ok(left-250*ms, s(49, time.Minute), s(750, time.Minute)).with(cost, "250"), // exactly on the minute
-				no(0, xcNever, s(49, time.Minute), r(750, time.Minute)).with(cost, "5000"), // can never fit
+				ok(left-250*ms, s(49, time.Minute), s(750, time.Minute)).with(cost, "250"),           // exactly on the minute
+				tooLarge(no(0, xcNever, s(49, time.Minute), r(750, time.Minute)).with(cost, "5000")), // can never fit: 413
 			},
 		})
 	}
