@@ -118,7 +118,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	status := fs.Int("status", 429, "status of a rejection")
 	fs.Var(&extra, "policy", "another policy enforced too, as `LIMIT/WINDOW` (e.g. 1000/24h); repeatable")
 	tokens := fs.Int("tokens", 0, "tokens per window for the openai and anthropic dialects (default 1000 x limit)")
-	tokenCost := fs.Int("token-cost", 100, "tokens a request costs unless it sends X-Tokens: n")
+	tokenCost := fs.Int("token-cost", 100, "tokens a request costs unless it sends X-Tokens: n (anthropic: X-Input-Tokens, and X-Output-Tokens defaulting to a fifth)")
 	errEvery := fs.Int("errors-every", 0, "fault: of every N admitted requests, the last -errors-burst get a 5xx")
 	errBurst := fs.Int("errors-burst", 1, "fault: length of each 5xx burst")
 	errStatus := fs.Int("error-status", 503, "fault: status of the injected errors")
@@ -164,7 +164,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	}
 
 	var dialects []ratelimittest.Dialect
-	metersTokens := false
+	metersTokens, anthropic := false, false
 	for _, name := range strings.Split(*dialect, ",") {
 		d, err := ratelimittest.ParseDialect(name)
 		if err != nil {
@@ -173,7 +173,8 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		if d != ratelimittest.None {
 			dialects = append(dialects, d)
 		}
-		metersTokens = metersTokens || d == ratelimittest.OpenAI || d == ratelimittest.Anthropic
+		anthropic = anthropic || d == ratelimittest.Anthropic
+		metersTokens = metersTokens || anthropic || d == ratelimittest.OpenAI
 	}
 	s.opts = append(s.opts, ratelimittest.WithDialect(dialects...))
 	if metersTokens {
@@ -190,6 +191,19 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 			Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.Tokens,
 			Cost: ratelimittest.CostFromHeader("X-Tokens", *tokenCost),
 		}))
+		if anthropic {
+			// Anthropic also meters input and output tokens; output
+			// limits are typically a fifth of input ones.
+			s.opts = append(s.opts,
+				ratelimittest.WithPolicy(ratelimittest.Policy{
+					Name: "input-tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.InputTokens,
+					Cost: ratelimittest.CostFromHeader("X-Input-Tokens", *tokenCost),
+				}),
+				ratelimittest.WithPolicy(ratelimittest.Policy{
+					Name: "output-tokens", Algorithm: ratelimittest.TokenBucket, Limit: max(1, t/5), Window: window, Unit: ratelimittest.OutputTokens,
+					Cost: ratelimittest.CostFromHeader("X-Output-Tokens", *tokenCost/5),
+				}))
+		}
 	}
 
 	ra, err := ratelimittest.ParseRetryAfter(*retryAfter)
