@@ -13,18 +13,21 @@ type tokenBucket struct {
 	last  int64
 }
 
-func (m *tokenBucket) advance(now int64) {
-	dt := now - m.last
+// flow is how many scaled units dt nanoseconds move at num per nanosecond,
+// capped at room (computed without overflow).
+func flow(dt, num, room int64) int64 {
 	if dt <= 0 {
-		return
+		return 0
 	}
-	m.last = now
-	need := m.r.fullScale - m.level
-	if dt >= ceilDiv(need, m.r.num) {
-		m.level = m.r.fullScale
-		return
+	if dt >= ceilDiv(room, num) {
+		return room
 	}
-	m.level += dt * m.r.num
+	return dt * num
+}
+
+func (m *tokenBucket) advance(now int64) {
+	m.level += flow(now-m.last, m.r.num, m.r.fullScale-m.level)
+	m.last = max(m.last, now)
 }
 
 func (m *tokenBucket) fits(cost int64) (bool, int64) {
@@ -55,16 +58,8 @@ type leakyBucket struct {
 }
 
 func (m *leakyBucket) advance(now int64) {
-	dt := now - m.last
-	if dt <= 0 {
-		return
-	}
-	m.last = now
-	if dt >= ceilDiv(m.water, m.r.num) {
-		m.water = 0
-		return
-	}
-	m.water -= dt * m.r.num
+	m.water -= flow(now-m.last, m.r.num, m.water)
+	m.last = max(m.last, now)
 }
 
 func (m *leakyBucket) fits(cost int64) (bool, int64) {
