@@ -31,7 +31,7 @@ func NewHandler(next http.Handler, opts ...Option) (*Handler, error) {
 	rules := make([]*rule, len(cfg.policies))
 	for i, p := range cfg.policies {
 		if rules[i], err = compile(p); err != nil {
-			return nil, fmt.Errorf("policy %d: %w", i+1, err)
+			return nil, fmt.Errorf("ratelimittest: policy %d: %w", i+1, err)
 		}
 	}
 	if err := uniqueNames(rules); err != nil {
@@ -140,14 +140,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := h.cfg.partition(r)
 	var costBuf [4]int64
 	var statusBuf [4]policyStatus
-	costs, status := costBuf[:0], statusBuf[:0]
+	costs, status := costBuf[:], statusBuf[:]
 	if n := len(h.lim.rules); n > len(costBuf) {
-		costs, status = make([]int64, 0, n), make([]policyStatus, n)
+		costs, status = make([]int64, n), make([]policyStatus, n)
 	}
-	for _, rl := range h.lim.rules {
-		costs = append(costs, rl.costOf(r))
+	for i, rl := range h.lim.rules {
+		costs[i] = rl.costOf(r)
 	}
-	d := h.lim.decide(key, h.tl.ns(h.cfg.clock.Now()), costs, status[:cap(status)])
+	d := h.lim.decide(key, h.tl.ns(h.cfg.clock.Now()), costs, status)
 
 	v := view{
 		status:      d.status,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,8 +156,8 @@ func compile(p Policy) (*rule, error) {
 	if r.alg == "" {
 		r.alg = FixedWindow
 	}
-	if _, err := ParseAlgorithm(string(r.alg)); err != nil {
-		return nil, err
+	if !slices.Contains(Algorithms(), r.alg) {
+		return nil, fmt.Errorf("unknown algorithm %q (want one of %s)", r.alg, joinNames(Algorithms()))
 	}
 	if r.unit == "" {
 		r.unit = Requests
@@ -164,28 +165,28 @@ func compile(p Policy) (*rule, error) {
 	switch r.unit {
 	case Requests, Tokens, InputTokens, OutputTokens:
 	default:
-		return nil, fmt.Errorf("ratelimittest: unknown unit %q", p.Unit)
+		return nil, fmt.Errorf("unknown unit %q", p.Unit)
 	}
 	if p.Limit < 1 {
-		return nil, fmt.Errorf("ratelimittest: policy limit %d: must be at least 1", p.Limit)
+		return nil, fmt.Errorf("limit %d: must be at least 1", p.Limit)
 	}
 	if p.Window < time.Millisecond {
-		return nil, fmt.Errorf("ratelimittest: policy window %v: must be at least 1ms", p.Window)
+		return nil, fmt.Errorf("window %v: must be at least 1ms", p.Window)
 	}
 	if p.Burst < 0 {
-		return nil, fmt.Errorf("ratelimittest: policy burst %d: must not be negative", p.Burst)
+		return nil, fmt.Errorf("burst %d: must not be negative", p.Burst)
 	}
 	r.limit, r.window, r.burst = int64(p.Limit), int64(p.Window), int64(p.Burst)
 	if r.burst == 0 || r.alg == FixedWindow || r.alg == SlidingLog || r.alg == SlidingCounter {
 		r.burst = r.limit
 	}
 	if r.alg == SlidingLog && r.limit > maxSlidingLog {
-		return nil, fmt.Errorf("ratelimittest: sliding-log limit %d: at most %d (it stores one entry per unit)", p.Limit, maxSlidingLog)
+		return nil, fmt.Errorf("sliding-log limit %d: at most %d (it stores one entry per unit)", p.Limit, maxSlidingLog)
 	}
 	g := gcd(r.limit, r.window)
 	r.num, r.den = r.limit/g, r.window/g
 	if r.den > math.MaxInt64/4/r.burst {
-		return nil, fmt.Errorf("ratelimittest: policy %d per %v with burst %d: the numbers are too large to meter exactly", p.Limit, p.Window, r.burst)
+		return nil, fmt.Errorf("%d per %v with burst %d: the numbers are too large to meter exactly", p.Limit, p.Window, r.burst)
 	}
 	r.fullScale = r.burst * r.den
 	r.named = r.name != ""
