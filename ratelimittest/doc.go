@@ -25,7 +25,8 @@
 //
 // The algorithms read a Clock once per request. WithClock(NewManualClock(t))
 // makes a test deterministic: send a burst, Advance past a window, send
-// again; nothing sleeps.
+// again; nothing sleeps. (The latency fault waits on the clock's own Sleep
+// when it has one, see Sleeper, and on the real clock otherwise.)
 //
 // # What a response says
 //
