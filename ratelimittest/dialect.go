@@ -78,13 +78,10 @@ var dialectAliases = map[string]Dialect{
 // ParseDialect returns the dialect named s (case-insensitive; a few other
 // spellings such as "draft7" are accepted).
 func ParseDialect(s string) (Dialect, error) {
-	n := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
-	for _, d := range Dialects() {
-		if string(d) == n {
-			return d, nil
-		}
+	if d, ok := lookupName(s, Dialects()); ok {
+		return d, nil
 	}
-	if d, ok := dialectAliases[n]; ok {
+	if d, ok := dialectAliases[normalName(s)]; ok {
 		return d, nil
 	}
 	return "", fmt.Errorf("ratelimittest: unknown dialect %q (want one of %s)", s, joinNames(Dialects()))

@@ -135,22 +135,13 @@ func WithDialect(ds ...Dialect) Option {
 		c.dialects = c.dialects[:0:0]
 		for _, d := range ds {
 			switch {
-			case !knownDialect(d):
+			case !slices.Contains(Dialects(), d):
 				c.fail("unknown dialect %q", d)
 			case !slices.Contains(c.dialects, d):
 				c.dialects = append(c.dialects, d)
 			}
 		}
 	}
-}
-
-func knownDialect(d Dialect) bool {
-	for _, x := range Dialects() {
-		if x == d {
-			return true
-		}
-	}
-	return false
 }
 
 // WithRetryAfter sets the Retry-After form of a rejection (default

@@ -54,13 +54,21 @@ func Algorithms() []Algorithm {
 // ParseAlgorithm returns the algorithm named s (case-insensitive; "_" may
 // stand for "-").
 func ParseAlgorithm(s string) (Algorithm, error) {
-	n := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
-	for _, a := range Algorithms() {
-		if string(a) == n {
-			return a, nil
-		}
+	if a, ok := lookupName(s, Algorithms()); ok {
+		return a, nil
 	}
 	return "", fmt.Errorf("ratelimittest: unknown algorithm %q (want one of %s)", s, joinNames(Algorithms()))
+}
+
+// normalName is s as the names are spelled: trimmed, lower case, "-" for "_".
+func normalName(s string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
+}
+
+// lookupName finds s, spelled loosely, among names.
+func lookupName[T ~string](s string, names []T) (T, bool) {
+	n := T(normalName(s))
+	return n, slices.Contains(names, n)
 }
 
 func joinNames[T ~string](xs []T) string {
