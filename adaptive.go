@@ -1,11 +1,13 @@
 package headway
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/headway-go/headway/internal/decide"
+	"github.com/headway-go/headway/ratelimit"
 )
 
 // pacer is the pacing layer. It holds requests back before they are sent
@@ -41,21 +43,17 @@ func (p *pause) extend(t time.Time) {
 }
 
 // CloseIdleConnections closes the idle connections of the transport below.
-func (p *pacer) CloseIdleConnections() { closeIdle(p.next) }
+func (p *pacer) CloseIdleConnections() { decide.CloseIdle(p.next) }
+
+func (p *pacer) below() http.RoundTripper { return p.next }
 
 // RoundTrip implements http.RoundTripper.
 func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL == nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, errors.New("headway: request has no URL")
+	if err := checkRequest(req); err != nil {
+		return nil, err
 	}
 	if _, err := p.hold(req); err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, err
+		return refuse(req, err)
 	}
 	resp, _, err := p.observe(req)
 	return resp, err
@@ -77,8 +75,8 @@ func (p *pacer) hold(req *http.Request) (time.Duration, error) {
 	ctx := req.Context()
 	refuse := func(reason Reason, limit time.Duration) error {
 		return &RateLimitError{
-			Method: req.Method, URL: redact(req.URL), RetryAfter: d, HasRetryAfter: true,
-			Reason: reason, Limit: limit,
+			Method: req.Method, URL: decide.Redact(req.URL), RetryAfter: d, HasRetryAfter: true,
+			Reason: reason, Bound: limit,
 		}
 	}
 	if d > p.c.maxWait {
@@ -89,9 +87,9 @@ func (p *pacer) hold(req *http.Request) (time.Duration, error) {
 	}
 	// The same small spread as after a Retry-After, so that the requests
 	// queued behind one pause do not all leave at the same instant.
-	d += p.c.spread(d)
+	d += p.c.rules.Spread(d)
 	if err := p.c.clock.Sleep(ctx, d); err != nil {
-		return 0, fmt.Errorf("headway: paused %v by the server's Retry-After for %s: %w", d, req.URL.Host, err)
+		return 0, fmt.Errorf("headway: paused %v by the server's Retry-After: %w", d, err)
 	}
 	if st := statsFrom(ctx); st != nil {
 		st.Waited += d
@@ -101,19 +99,13 @@ func (p *pacer) hold(req *http.Request) (time.Duration, error) {
 
 // observe sends req at once and returns the response with what its headers
 // said, recording any pause the server asked for.
-func (p *pacer) observe(req *http.Request) (*http.Response, Observation, error) {
-	resp, err := p.next.RoundTrip(req)
-	if err != nil || resp == nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		if err == nil {
-			err = errors.New("headway: transport returned neither a response nor an error")
-		}
-		return nil, Observation{}, err
+func (p *pacer) observe(req *http.Request) (*http.Response, ratelimit.Observation, error) {
+	resp, err := roundTrip(p.next, req)
+	if err != nil {
+		return nil, ratelimit.Observation{}, err
 	}
 	now := p.c.clock.Now()
-	obs := ParseHeaders(resp.Header, resp.StatusCode, now)
+	obs := parse(resp, now)
 	if obs.HasRetryAfter && obs.RetryAfter > 0 && obs.RetryAfter <= p.c.maxWait &&
 		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		// A pause longer than max wait is not recorded: every caller would

@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/headway-go/headway/internal/decide"
+	"github.com/headway-go/headway/ratelimit"
 )
 
 // Default backoff: the first retry waits up to DefaultBaseDelay, each further
@@ -36,18 +39,18 @@ func (f BackoffFunc) Delay(retry int, prev time.Duration) time.Duration { return
 // source for reproducible delays. It is made safe for concurrent use.
 //
 // Edge inputs are made safe rather than rejected: a negative base counts as
-// 0, a cap <= 0 means "no cap below MaxServerWait", a cap below base wins over
+// 0, a cap <= 0 means "no cap below ratelimit.MaxDuration" (100 years), a cap below base wins over
 // base, and any retry number (even 1000) gives a finite delay.
 func NewBackoff(base, cap time.Duration, jitter Jitter, src rand.Source) Backoff {
-	return newExpBackoff(base, cap, jitter, newRandSource(src))
+	return newExpBackoff(base, cap, jitter, decide.NewRand(src))
 }
 
 // newExpBackoff is NewBackoff with an already locked source, so a transport
 // can share one source, under one lock, between backoff and spread.
-func newExpBackoff(base, cap time.Duration, jitter Jitter, rnd *randSource) *expBackoff {
+func newExpBackoff(base, cap time.Duration, jitter Jitter, rnd *decide.Rand) *expBackoff {
 	base = max(base, 0)
-	if cap <= 0 || cap > MaxServerWait {
-		cap = MaxServerWait
+	if cap <= 0 || cap > ratelimit.MaxDuration {
+		cap = ratelimit.MaxDuration
 	}
 	base = min(base, cap)
 	return &expBackoff{base: base, cap: cap, jitter: jitter, rnd: rnd}
@@ -56,7 +59,7 @@ func newExpBackoff(base, cap time.Duration, jitter Jitter, rnd *randSource) *exp
 type expBackoff struct {
 	base, cap time.Duration
 	jitter    Jitter
-	rnd       *randSource
+	rnd       *decide.Rand
 }
 
 // exponential returns min(cap, base*2^(retry-1)) without overflowing.
@@ -82,7 +85,7 @@ func (b *expBackoff) between(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
 		return lo
 	}
-	return lo + time.Duration(b.rnd.float64()*float64(hi-lo))
+	return lo + time.Duration(b.rnd.Float64()*float64(hi-lo))
 }
 
 // Delay implements Backoff.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/headway-go/headway/ratelimit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,7 +68,7 @@ func TestBackoffEdgeInputs(t *testing.T) {
 				for _, prev := range []time.Duration{-1, 0, time.Second, 1 << 62} {
 					d := b.Delay(retry, prev)
 					require.GreaterOrEqual(t, d, time.Duration(0), "%v base=%v cap=%v retry=%d", j, bc[0], bc[1], retry)
-					require.LessOrEqual(t, d, MaxServerWait)
+					require.LessOrEqual(t, d, ratelimit.MaxDuration)
 					if bc[1] > 0 {
 						require.LessOrEqual(t, d, max(bc[1], 0), "%v exceeds cap", d)
 					}

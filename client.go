@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/headway-go/headway/internal/decide"
 )
 
 // Defaults of the recommended stack (NewTransport with no options).
@@ -45,7 +47,8 @@ type config struct {
 	onRetry         func(RetryEvent)
 	clock           Clock
 	src             rand.Source
-	rnd             *randSource
+	rnd             *decide.Rand
+	rules           decide.Rules // built from the fields above
 }
 
 func newConfig(opts []Option) *config {
@@ -69,7 +72,8 @@ func newConfig(opts []Option) *config {
 			o(c)
 		}
 	}
-	c.rnd = newRandSource(c.src)
+	c.rnd = decide.NewRand(c.src)
+	c.rules = decide.Rules{MaxWait: c.maxWait, Statuses: c.statuses, Now: c.clock.Now, Rand: c.rnd}
 	if c.backoff == nil {
 		c.backoff = newExpBackoff(c.base, c.cap, c.jitter, c.rnd)
 	}
@@ -77,10 +81,6 @@ func newConfig(opts []Option) *config {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	return c
-}
-
-func (c *config) retryStatus(code int) bool {
-	return code >= 0 && code < len(c.statuses) && c.statuses[code]
 }
 
 // hostKey is the default key: requests to one host share pacing state and a
@@ -218,7 +218,15 @@ func WithoutPacing() Option { return func(c *config) { c.pace = false } }
 // DefaultBaseDelay to DefaultMaxDelay, Retry-After honoured up to
 // DefaultMaxWait, a per-host retry budget, and no retry of non-idempotent
 // requests after a 5xx or a broken connection.
+//
+// If base is itself a transport made by NewTransport (or the Transport of a
+// client made by New or Wrap), its layers are replaced, not stacked: the
+// result wraps the transport underneath them with opts alone, so that
+// Wrap(Wrap(c)) makes one attempt per attempt, not one per layer.
 func NewTransport(base http.RoundTripper, opts ...Option) http.RoundTripper {
+	// Wrapping headway's own transport again replaces its layers instead
+	// of stacking more: Wrap(Wrap(c)) sends each attempt once.
+	base = unwrapLayers(base)
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
@@ -242,7 +250,8 @@ func New(opts ...Option) *http.Client {
 
 // Wrap returns a copy of c whose transport is c's wrapped by NewTransport
 // (http.DefaultTransport's clone if c has none). c itself is not modified.
-// A nil c is treated as an empty client.
+// A nil c is treated as an empty client. Wrapping a client that Wrap or New
+// made replaces headway's layers with ones built from opts.
 func Wrap(c *http.Client, opts ...Option) *http.Client {
 	var cp http.Client
 	if c != nil {

@@ -6,15 +6,18 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/headway-go/headway/internal/decide"
+	"github.com/headway-go/headway/ratelimit"
 )
 
 // ErrRateLimitExceeded is matched by errors.Is for every *RateLimitError:
 // the server kept answering 429 and headway gave up.
 var ErrRateLimitExceeded = errors.New("headway: rate limit exceeded")
 
-// ErrRetryBudgetExhausted is wrapped, together with the transport error, by
-// the error returned when a request failed and the retry budget for its key
-// refused another attempt (see WithRetryBudget).
+// ErrRetryBudgetExhausted is matched by errors.Is for the *RetryError
+// returned when a request failed and the retry budget for its key refused
+// another attempt (see WithRetryBudget); the transport error is wrapped too.
 var ErrRetryBudgetExhausted = errors.New("headway: retry budget exhausted")
 
 // ErrAttemptTimeout is the cause of a transport error when one attempt took
@@ -26,17 +29,23 @@ type Reason int
 
 const (
 	// ReasonAttemptsExhausted: every attempt WithMaxAttempts allows was made.
-	ReasonAttemptsExhausted Reason = iota + 1
+	ReasonAttemptsExhausted Reason = decide.AttemptsExhausted
 	// ReasonWaitTooLong: the server asked for a wait longer than WithMaxWait.
-	ReasonWaitTooLong
+	ReasonWaitTooLong Reason = decide.WaitTooLong
 	// ReasonDeadline: the required wait would end after the context deadline.
-	ReasonDeadline
+	ReasonDeadline Reason = decide.Deadline
 	// ReasonServerDeclined: the server said not to retry
 	// (Stripe-Should-Retry or X-Should-Retry: false).
-	ReasonServerDeclined
+	ReasonServerDeclined Reason = decide.ServerDeclined
 	// ReasonBodyNotReplayable: the request body cannot be sent again (no
 	// GetBody, and buffering was not enabled or the body was too large).
-	ReasonBodyNotReplayable
+	ReasonBodyNotReplayable Reason = decide.BodyNotReplayable
+	// ReasonBudgetExhausted: the retry budget of the request's key refused
+	// another attempt (see WithRetryBudget).
+	ReasonBudgetExhausted Reason = decide.BudgetExhausted
+	// ReasonCanceled: the request's context was cancelled, or its deadline
+	// passed, while headway waited to retry.
+	ReasonCanceled Reason = decide.Canceled
 )
 
 // String describes the reason in a few words.
@@ -52,6 +61,10 @@ func (r Reason) String() string {
 		return "server said not to retry"
 	case ReasonBodyNotReplayable:
 		return "body not replayable"
+	case ReasonBudgetExhausted:
+		return "retry budget exhausted"
+	case ReasonCanceled:
+		return "context done while waiting"
 	default:
 		return fmt.Sprintf("Reason(%d)", int(r))
 	}
@@ -65,7 +78,9 @@ const MaxBodyExcerpt = 1 << 10
 // details. The 429 response itself has been read (up to MaxBodyExcerpt bytes
 // of its body, kept in Body) and closed.
 type RateLimitError struct {
-	// Method and URL identify the request (the URL without its query).
+	// Method and URL identify the request (the URL without its query). The
+	// message leaves them out: http.Client's *url.Error, which wraps this
+	// error, already names them.
 	Method string
 	URL    string
 	// StatusCode and Status are the last response's.
@@ -79,8 +94,9 @@ type RateLimitError struct {
 	RetryAfter    time.Duration
 	HasRetryAfter bool
 	// Policies are the quotas the last response announced (see
-	// Observation.Policies); Policy.Exhausted tells which ones ran out.
-	Policies []Policy
+	// ratelimit.Observation.Policies); Policy.Exhausted tells which ones ran
+	// out.
+	Policies []ratelimit.Policy
 	// Attempts is how many attempts were made; Waited is the total time
 	// spent waiting between them. StatusCode and Attempts are 0 when the
 	// pacing layer refused to send the request at all, because an earlier
@@ -89,23 +105,17 @@ type RateLimitError struct {
 	Waited   time.Duration
 	// Reason says why headway stopped.
 	Reason Reason
-	// Limit is the bound that was hit: the max wait for ReasonWaitTooLong,
+	// Bound is the bound that was hit: the max wait for ReasonWaitTooLong,
 	// the time left before the deadline for ReasonDeadline.
-	Limit time.Duration
+	Bound time.Duration
+	// Err is the context's error when Reason is ReasonCanceled, else nil.
+	Err error
 }
 
 // Error describes the whole situation in one line.
 func (e *RateLimitError) Error() string {
 	var b strings.Builder
 	b.WriteString("headway: rate limited: ")
-	if e.Method != "" {
-		b.WriteString(e.Method)
-		b.WriteByte(' ')
-	}
-	if e.URL != "" {
-		b.WriteString(e.URL)
-		b.WriteString(": ")
-	}
 	if e.StatusCode == 0 {
 		// Refused by the pacing layer before anything was sent.
 		b.WriteString("held back: the server asked earlier for a pause that cannot fit")
@@ -138,9 +148,13 @@ func (e *RateLimitError) Error() string {
 	b.WriteString(e.Reason.String())
 	switch e.Reason {
 	case ReasonWaitTooLong:
-		fmt.Fprintf(&b, " (%v)", e.Limit)
+		fmt.Fprintf(&b, " (%v)", e.Bound)
 	case ReasonDeadline:
-		fmt.Fprintf(&b, " (%v left)", e.Limit)
+		fmt.Fprintf(&b, " (%v left)", e.Bound)
+	case ReasonCanceled:
+		if e.Err != nil {
+			fmt.Fprintf(&b, " (%v)", e.Err)
+		}
 	}
 	if len(e.Body) > 0 {
 		excerpt := strings.Join(strings.Fields(string(e.Body)), " ")
@@ -155,10 +169,19 @@ func (e *RateLimitError) Error() string {
 // Is reports whether target is ErrRateLimitExceeded.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimitExceeded }
 
-// RetryError is returned when a request ended in a transport error that
-// headway did retry, or could have, and then gave up on. It wraps the last
-// error, so errors.Is(err, syscall.ECONNREFUSED) and the like still work,
-// and it reports a timeout (Timeout() true) when that error was one.
+// Unwrap returns Err: the context's error when headway stopped waiting
+// because the request's context was done.
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+// RetryError is returned when headway gave up on a request whose last
+// attempt failed in a way it retries (a transport error or a 5xx) without
+// the response being returned: the attempts ran out on a transport error,
+// the retry budget refused another attempt, or the context ended while
+// headway waited to retry. It wraps the last error (the transport's, or the
+// context's), so errors.Is(err, syscall.ECONNREFUSED) or
+// errors.Is(err, context.Canceled) still work, and errors.Is(err,
+// ErrRetryBudgetExhausted) reports a budget refusal. It reports a timeout
+// (Timeout() true) when the wrapped error was one.
 type RetryError struct {
 	// Attempts is how many attempts were made; Waited the time spent
 	// waiting between them.
@@ -166,17 +189,30 @@ type RetryError struct {
 	Waited   time.Duration
 	// Reason says why headway stopped.
 	Reason Reason
-	// Err is the last attempt's error.
+	// StatusCode is the last response's status when the last attempt got
+	// one (a 5xx, when the context ended during the wait), else 0.
+	StatusCode int
+	// Err is the last attempt's error, or the context's.
 	Err error
 }
 
 // Error describes the give-up and the last error.
 func (e *RetryError) Error() string {
-	return fmt.Sprintf("headway: giving up after %d attempt(s) (%s): %v", e.Attempts, e.Reason, e.Err)
+	var last string
+	if e.StatusCode != 0 {
+		last = fmt.Sprintf(", last status %d", e.StatusCode)
+	}
+	return fmt.Sprintf("headway: giving up after %d attempt(s) (%s%s): %v", e.Attempts, e.Reason, last, e.Err)
 }
 
 // Unwrap returns the last attempt's error.
 func (e *RetryError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrRetryBudgetExhausted and the budget
+// refused the retry.
+func (e *RetryError) Is(target error) bool {
+	return target == ErrRetryBudgetExhausted && e.Reason == ReasonBudgetExhausted
+}
 
 // Timeout reports whether the last attempt's error was a timeout.
 func (e *RetryError) Timeout() bool { return isTimeout(e.Err) }
@@ -198,14 +234,3 @@ func (e *attemptTimeoutError) Error() string {
 func (e *attemptTimeoutError) Is(target error) bool { return target == ErrAttemptTimeout }
 
 func (e *attemptTimeoutError) Timeout() bool { return true }
-
-// budgetError wraps a transport error whose retry the budget refused.
-type budgetError struct{ err error }
-
-func (e *budgetError) Error() string {
-	return "headway: retry budget exhausted, not retrying: " + e.err.Error()
-}
-
-func (e *budgetError) Unwrap() []error { return []error{ErrRetryBudgetExhausted, e.err} }
-
-func (e *budgetError) Timeout() bool { return isTimeout(e.err) }

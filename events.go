@@ -2,8 +2,11 @@ package headway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/headway-go/headway/internal/decide"
 )
 
 // RetryEvent describes one decision to retry, as passed to WithOnRetry.
@@ -23,59 +26,26 @@ type RetryEvent struct {
 	HasRetryAfter bool
 }
 
-// Stats is what headway did for one request: read it after the request is
-// done. See ContextWithStats.
-type Stats struct {
-	// Attempts counts attempts sent to the server (1 when no retry happened).
-	Attempts int
-	// Retries counts retries (Attempts-1 for a single round trip).
-	Retries int
-	// Throttled counts 429 responses seen, retried ones included.
-	Throttled int
-	// Waited is the total time spent waiting: backoff and Retry-After waits
-	// of the retry layer and pauses of the pacing layer.
-	Waited time.Duration
-}
-
-type statsKey struct{}
-
-// ContextWithStats returns a context that makes headway record, in s, what
-// it did for every request made with that context. Attach it to one request
-// (or to the requests of one logical call, such as a redirect chain: the
-// numbers add up). s must not be read while the request is in flight and
-// must not be shared by requests in flight at the same time.
-//
-//	var st headway.Stats
-//	req = req.WithContext(headway.ContextWithStats(req.Context(), &st))
-//	resp, err := client.Do(req)
-//	// st.Attempts, st.Waited ...
-func ContextWithStats(ctx context.Context, s *Stats) context.Context {
-	return context.WithValue(ctx, statsKey{}, s)
-}
-
-// statsFrom returns the request's Stats, or a throwaway one.
-func statsFrom(ctx context.Context) *Stats {
-	if s, ok := ctx.Value(statsKey{}).(*Stats); ok && s != nil {
-		return s
+// report passes a retry decision to the WithOnRetry hook and the logger.
+func (c *config) report(ctx context.Context, ev RetryEvent) {
+	if c.onRetry != nil {
+		c.onRetry(ev)
 	}
-	return nil
-}
-
-// countingTransport keeps Stats when the retry layer, which normally keeps
-// them, is left out (WithoutRetries).
-type countingTransport struct{ next http.RoundTripper }
-
-// RoundTrip implements http.RoundTripper.
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if st := statsFrom(req.Context()); st != nil && !heldBack(err) {
-		st.Attempts++
-		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-			st.Throttled++
-		}
+	if !c.logger.Enabled(ctx, slog.LevelDebug) {
+		return
 	}
-	return resp, err
+	req := ev.Request
+	attrs := []slog.Attr{
+		slog.String("method", req.Method), slog.String("url", decide.Redact(req.URL)),
+		slog.Int("attempt", ev.Attempt), slog.Duration("wait", ev.Wait),
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+	} else {
+		attrs = append(attrs, slog.Int("status", ev.StatusCode))
+	}
+	if ev.HasRetryAfter {
+		attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
+	}
+	c.logger.LogAttrs(ctx, slog.LevelDebug, "headway: retrying", attrs...)
 }
-
-// CloseIdleConnections closes the idle connections of the transport below.
-func (t countingTransport) CloseIdleConnections() { closeIdle(t.next) }

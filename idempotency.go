@@ -1,39 +1,18 @@
 package headway
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
+
+	"github.com/headway-go/headway/internal/decide"
 )
 
 // IdempotencyKeyHeader is the header that makes a request safe to repeat
 // (draft-ietf-httpapi-idempotency-key-header; Stripe, PayPal, Adyen, ...).
-const IdempotencyKeyHeader = "Idempotency-Key"
-
-// isIdempotentMethod reports whether RFC 9110 defines method as idempotent.
-func isIdempotentMethod(method string) bool {
-	switch method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
-}
-
-// repeatable reports whether a request may be sent again after the server
-// may have processed it: its method is idempotent or it carries a key.
-func repeatable(method string, h http.Header) bool {
-	return isIdempotentMethod(method) || hasIdempotencyKey(h)
-}
-
-// hasIdempotencyKey reports whether the request carries an Idempotency-Key.
-func hasIdempotencyKey(h http.Header) bool {
-	vs := h[IdempotencyKeyHeader]
-	return len(vs) > 0 && vs[0] != ""
-}
+// A request that carries it is retried after a 5xx or a broken connection
+// whatever its method; WithIdempotencyKeys adds one to POST and PATCH.
+const IdempotencyKeyHeader = decide.IdempotencyKeyHeader
 
 // newIdempotencyKey returns 128 random bits in hex.
 func newIdempotencyKey() (string, error) {
@@ -42,61 +21,4 @@ func newIdempotencyKey() (string, error) {
 		return "", fmt.Errorf("headway: generating an idempotency key: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
-}
-
-// replayer hands out the request body for each attempt: the caller's own
-// body first, then fresh copies from req.GetBody, or from a bounded buffer
-// when the caller opted into buffering. A body that cannot be produced again
-// makes the request non-replayable, and it is then never retried.
-type replayer struct {
-	req        *http.Request
-	buf        []byte // the buffered body, when buffering applied
-	buffered   bool
-	first      io.ReadCloser
-	replayable bool
-}
-
-// newReplayer prepares req's body. limit > 0 allows reading a body without
-// GetBody into memory, up to limit bytes; a longer body is sent as it is,
-// and the request is not retried.
-func newReplayer(req *http.Request, limit int64) (replayer, error) {
-	r := replayer{req: req, first: req.Body}
-	switch {
-	case req.Body == nil || req.Body == http.NoBody:
-		r.replayable = true
-	case req.GetBody != nil:
-		r.replayable = true
-	case limit > 0:
-		buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
-		if err != nil {
-			req.Body.Close()
-			return replayer{}, fmt.Errorf("headway: buffering request body: %w", err)
-		}
-		if int64(len(buf)) <= limit {
-			req.Body.Close()
-			r.buf, r.buffered, r.replayable = buf, true, true
-			r.first = io.NopCloser(bytes.NewReader(buf))
-		} else {
-			r.first = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(buf), req.Body), req.Body}
-		}
-	}
-	return r, nil
-}
-
-// body returns the body for attempt n (from 1).
-func (r *replayer) body(n int) (io.ReadCloser, error) {
-	if n == 1 || r.req.Body == nil || r.req.Body == http.NoBody {
-		return r.first, nil
-	}
-	if r.buffered {
-		return io.NopCloser(bytes.NewReader(r.buf)), nil
-	}
-	b, err := r.req.GetBody()
-	if err != nil {
-		return nil, fmt.Errorf("headway: rewinding request body with GetBody: %w", err)
-	}
-	return b, nil
 }

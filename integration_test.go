@@ -627,7 +627,8 @@ func (f loRTFunc) RoundTrip(req *http.Request) (*http.Response, error) { return 
 
 // TestStalledBodyCostsTheConnectionNotTheCaller: a server answers 503 with
 // Content-Length 1000, sends 10 bytes and stalls. Draining it for reuse is
-// bounded by drainTimeout (on a manual fake clock here); the retry then goes
+// part of the wait before the retry, and bounded by it (on a manual fake
+// clock here); once the wait is over the body is closed, and the retry goes
 // out on a new connection and succeeds.
 func TestStalledBodyCostsTheConnectionNotTheCaller(t *testing.T) {
 	loNoLeaks(t)
@@ -650,9 +651,7 @@ func TestStalledBodyCostsTheConnectionNotTheCaller(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, clk.WaitForPending(ctx, 1), "the drain's timer is armed")
-	clk.Advance(drainTimeout) // the drain gives up: the body is closed
-	require.NoError(t, clk.WaitForPending(ctx, 1), "the backoff sleep")
-	clk.Advance(DefaultMaxDelay)
+	clk.Advance(DefaultBaseDelay) // the whole wait: the drain gives up, the body is closed
 	r := <-done
 	require.NoError(t, r.err)
 	require.Equal(t, "ok", loCloseBody(t, r.resp))
@@ -664,7 +663,7 @@ func TestStalledBodyCostsTheConnectionNotTheCaller(t *testing.T) {
 func TestLongDiscardedBodyIsNotRead(t *testing.T) {
 	body := &closeTracker{Reader: strings.NewReader(strings.Repeat("x", 10))}
 	a := attempt{resp: &http.Response{Body: body, ContentLength: drainLimit + 1}, release: noRelease}
-	a.discard(fakeclock.New(loStart, false))
+	a.discardWithin(context.Background(), fakeclock.New(loStart, true), 0, false)
 	require.True(t, body.closed)
 	require.Equal(t, 10, body.Reader.(*strings.Reader).Len(), "nothing was read")
 }

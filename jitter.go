@@ -2,9 +2,7 @@ package headway
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"sync"
 )
 
 // Jitter says how a backoff delay is randomised, so that many clients that
@@ -51,25 +49,4 @@ func ParseJitter(s string) (Jitter, error) {
 		}
 	}
 	return 0, fmt.Errorf("headway: unknown jitter %q (want full, equal, decorrelated or none)", s)
-}
-
-// randSource makes a rand.Source safe for concurrent use and turns it into
-// uniform floats. A nil source uses math/rand/v2's goroutine-safe global
-// generator.
-type randSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func newRandSource(src rand.Source) *randSource { return &randSource{src: src} }
-
-// float64 returns a uniform number in [0, 1).
-func (r *randSource) float64() float64 {
-	if r == nil || r.src == nil {
-		return rand.Float64()
-	}
-	r.mu.Lock()
-	u := r.src.Uint64()
-	r.mu.Unlock()
-	return float64(u>>11) / (1 << 53)
 }

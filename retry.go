@@ -1,39 +1,19 @@
 package headway
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
-	"sync/atomic"
 	"time"
+
+	"github.com/headway-go/headway/internal/decide"
+	"github.com/headway-go/headway/ratelimit"
 )
-
-// drainLimit bounds how much of a discarded response body is read so that
-// its connection can be reused; a longer body is closed, costing the
-// connection rather than unbounded reading.
-const drainLimit = 64 << 10
-
-// observer is implemented by headway's pacing layer: it returns the
-// Observation it parsed along with the response, so each response's headers
-// are parsed once for both layers.
-type observer interface {
-	// hold waits until req may be sent, returning how long it waited, or
-	// refuses it (a *RateLimitError with StatusCode 0, or the context's
-	// error, wrapped).
-	hold(req *http.Request) (time.Duration, error)
-	// observe sends req at once.
-	observe(req *http.Request) (*http.Response, Observation, error)
-}
 
 // retryTransport is the retry layer. See NewTransport for its rules.
 type retryTransport struct {
 	next http.RoundTripper
-	obs  observer // next, when it is headway's pacer
+	obs  observer // next, when it is headway's pacing layer
 	c    *config
 }
 
@@ -43,38 +23,16 @@ func newRetryTransport(next http.RoundTripper, c *config) *retryTransport {
 	return t
 }
 
-// attempt is the outcome of one attempt.
-type attempt struct {
-	resp  *http.Response
-	obs   Observation
-	err   error
-	wrote bool // the request was (at least partly) written
-	// release frees the attempt's own context, when it has one
-	// (hasOwnContext: WithAttemptTimeout); otherwise it is noRelease.
-	release       func()
-	hasOwnContext bool
-}
-
-func noRelease() {}
-
 // CloseIdleConnections closes the idle connections of the transport below,
 // so that http.Client.CloseIdleConnections works through headway.
-func (t *retryTransport) CloseIdleConnections() { closeIdle(t.next) }
+func (t *retryTransport) CloseIdleConnections() { decide.CloseIdle(t.next) }
 
-// closeIdle calls rt's CloseIdleConnections, if it has one.
-func closeIdle(rt http.RoundTripper) {
-	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
+func (t *retryTransport) below() http.RoundTripper { return t.next }
 
 // RoundTrip implements http.RoundTripper.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL == nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, errors.New("headway: request has no URL")
+	if err := checkRequest(req); err != nil {
+		return nil, err
 	}
 	ctx := req.Context()
 	st := statsFrom(ctx)
@@ -83,23 +41,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.budget != nil {
 		c.budget.Deposit(key)
 	}
-
-	var hdr http.Header // a header of our own, when one had to be added
-	idempotent := repeatable(req.Method, req.Header)
-	if !idempotent && c.idempotencyKeys && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
-		k, err := newIdempotencyKey()
-		if err != nil {
-			if req.Body != nil {
-				req.Body.Close()
-			}
-			return nil, err
-		}
-		hdr = req.Header.Clone()
-		if hdr == nil {
-			hdr = make(http.Header, 1)
-		}
-		hdr[IdempotencyKeyHeader] = []string{k}
-		idempotent = true
+	hdr, idempotent, err := c.idempotency(req)
+	if err != nil {
+		return refuse(req, err)
 	}
 	safeAfterWrite := idempotent || c.retryAll
 
@@ -115,8 +59,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			d, err := t.obs.hold(req)
 			waited += d
 			if err != nil {
-				if n == 1 && body.first != nil {
-					body.first.Close()
+				if n == 1 {
+					body.closeFirst()
 				}
 				if rle, ok := err.(*RateLimitError); ok {
 					rle.Attempts, rle.Waited = n-1, waited
@@ -135,24 +79,24 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				st.Retries++
 			}
 		}
-		resp, err := a.resp, a.err
-		throttled := resp != nil && resp.StatusCode == http.StatusTooManyRequests
+		err = a.err
+		throttled := a.resp != nil && a.resp.StatusCode == http.StatusTooManyRequests
 
 		// Is this outcome worth another attempt at all?
 		if err != nil {
-			if ctx.Err() != nil || !isTransient(err) && !errors.Is(err, ErrAttemptTimeout) {
+			if ctx.Err() != nil || !decide.IsTransient(err) && !errors.Is(err, ErrAttemptTimeout) {
 				return nil, err
 			}
-			if a.wrote && !safeAfterWrite {
+			if a.wrote && !safeAfterWrite && !decide.Unprocessed(err) {
 				return nil, err
 			}
 		} else {
 			if throttled && st != nil {
 				st.Throttled++
 			}
-			retry, declined := c.retryResponse(resp.StatusCode, a.obs, safeAfterWrite)
+			retry, declined := c.rules.RetryResponse(a.resp.StatusCode, a.obs.ShouldRetry, safeAfterWrite)
 			if declined {
-				return nil, t.rateLimited(req, a, n, waited, ReasonServerDeclined, 0)
+				return nil, t.rateLimited(req, &a, n, waited, ReasonServerDeclined, 0)
 			}
 			if !retry {
 				return a.keep(), nil
@@ -160,12 +104,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 
 		// It is; may we make one more, and how long must we wait?
-		giveUp := func(reason Reason, limit time.Duration) (*http.Response, error) {
+		giveUp := func(reason Reason, bound time.Duration) (*http.Response, error) {
 			switch {
 			case err != nil: // send has released the failed attempt
 				return nil, &RetryError{Attempts: n, Waited: waited, Reason: reason, Err: err}
 			case throttled:
-				return nil, t.rateLimited(req, a, n, waited, reason, limit)
+				return nil, t.rateLimited(req, &a, n, waited, reason, bound)
 			default:
 				return a.keep(), nil
 			}
@@ -178,27 +122,46 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		backoff := max(c.backoff.Delay(n, prevBackoff), 0)
 		prevBackoff = backoff
-		wait, reason, limit := c.planWait(ctx, a.obs, throttled, backoff, c.base)
+		wait, reason, bound := c.rules.PlanWait(ctx, a.obs, throttled, backoff, c.base)
 		if reason != 0 {
-			return giveUp(reason, limit)
+			return giveUp(Reason(reason), bound)
 		}
 		if !throttled && c.budget != nil && !c.budget.Withdraw(key) {
-			if err != nil {
-				return nil, &budgetError{err: err}
-			}
-			return a.keep(), nil
+			return giveUp(ReasonBudgetExhausted, 0)
 		}
 
-		a.discard(c.clock)
-		t.retrying(req, n, a, err, wait)
-		if werr := c.clock.Sleep(ctx, wait); werr != nil {
-			return nil, fmt.Errorf("headway: waiting %v to retry %s %s: %w", wait, req.Method, redact(req.URL), werr)
-		}
-		waited += wait
+		t.retrying(req, n, &a, wait)
+		spent, werr := a.discardWithin(ctx, c.clock, wait, throttled)
+		waited += spent
 		if st != nil {
-			st.Waited += wait
+			st.Waited += spent
+		}
+		if werr != nil {
+			return nil, t.canceled(req, &a, n, waited, werr)
 		}
 	}
+}
+
+// idempotency returns the header to send instead of the caller's (nil: the
+// caller's), with an Idempotency-Key added when WithIdempotencyKeys asks for
+// one, and whether the request may be repeated after it was written.
+func (c *config) idempotency(req *http.Request) (http.Header, bool, error) {
+	if decide.Repeatable(req.Method, req.Header) {
+		return nil, true, nil
+	}
+	if !c.idempotencyKeys || req.Method != http.MethodPost && req.Method != http.MethodPatch {
+		return nil, false, nil
+	}
+	k, err := newIdempotencyKey()
+	if err != nil {
+		return nil, false, err
+	}
+	hdr := req.Header.Clone()
+	if hdr == nil {
+		hdr = make(http.Header, 1)
+	}
+	hdr[IdempotencyKeyHeader] = []string{k}
+	return hdr, true, nil
 }
 
 // heldBack reports whether err is the pacing layer's refusal to send.
@@ -209,185 +172,12 @@ func heldBack(err error) bool {
 	return ok && rle.StatusCode == 0
 }
 
-// send makes one attempt with the given body and, when hdr is not nil, that
-// header instead of the caller's, without touching the caller's request.
-// trackWrite asks to learn whether the request was
-// written before a failure, which decides whether a non-idempotent request
-// may be retried.
-func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool) attempt {
-	a := attempt{release: noRelease}
-	ctx := req.Context()
-	var wrote *atomic.Bool
-	if trackWrite {
-		wrote = new(atomic.Bool)
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
-		})
-	}
-	var stop func() bool
-	var cancel context.CancelCauseFunc
-	if d := t.c.attemptTimeout; d > 0 {
-		ctx, cancel = context.WithCancelCause(ctx)
-		stop = t.c.clock.AfterFunc(d, func() { cancel(ErrAttemptTimeout) })
-		a.release = func() { stop(); cancel(nil) }
-		a.hasOwnContext = true
-	}
-	r := req
-	if ctx != req.Context() || body != req.Body || hdr != nil {
-		r = req.WithContext(ctx)
-		if hdr != nil {
-			r.Header = hdr
-		}
-		r.Body = body
-	}
-	if t.obs != nil {
-		a.resp, a.obs, a.err = t.obs.observe(r)
-	} else {
-		a.resp, a.err = t.next.RoundTrip(r)
-		if a.resp != nil {
-			a.obs = ParseHeaders(a.resp.Header, a.resp.StatusCode, t.c.clock.Now())
-		}
-	}
-	if a.resp == nil && a.err == nil {
-		a.err = errors.New("headway: transport returned neither a response nor an error")
-	}
-	if stop != nil {
-		stop()
-		if a.err != nil && context.Cause(ctx) == ErrAttemptTimeout && req.Context().Err() == nil {
-			a.err = &attemptTimeoutError{after: t.c.attemptTimeout}
-		}
-	}
-	if a.err != nil {
-		// The RoundTripper contract: a response or an error, never both.
-		if a.resp != nil && a.resp.Body != nil {
-			a.resp.Body.Close()
-		}
-		a.resp = nil
-		a.release()
-	}
-	a.wrote = wrote != nil && wrote.Load()
-	return a
-}
-
-// keep returns the response to the caller; if the attempt had its own
-// context, closing the body releases it.
-func (a *attempt) keep() *http.Response {
-	if a.hasOwnContext {
-		if a.resp.Body == nil || a.resp.Body == http.NoBody {
-			a.release()
-		} else {
-			a.resp.Body = &releasingBody{ReadCloser: a.resp.Body, release: a.release}
-		}
-	}
-	return a.resp
-}
-
-// drainTimeout bounds the time spent reading a response headway discards
-// (or keeps an excerpt of): a server that stalls mid-body costs the
-// connection, not the caller's time.
-const drainTimeout = time.Second
-
-// discard drains and closes a response that will not be returned, so its
-// connection goes back to the pool. A body announced as longer than
-// drainLimit is closed at once.
-func (a *attempt) discard(clk Clock) {
-	if a.resp != nil && a.resp.Body != nil {
-		if a.resp.ContentLength <= drainLimit {
-			boundedRead(clk, a.resp.Body, func() { io.CopyN(io.Discard, a.resp.Body, drainLimit) })
-		}
-		a.resp.Body.Close()
-	}
-	a.release()
-}
-
-// boundedRead runs read, closing body if it takes longer than drainTimeout
-// so that the read ends.
-func boundedRead(clk Clock, body io.Closer, read func()) {
-	stop := clk.AfterFunc(drainTimeout, func() { body.Close() })
-	read()
-	stop()
-}
-
-type releasingBody struct {
-	io.ReadCloser
-	release func()
-	done    atomic.Bool
-}
-
-func (b *releasingBody) Close() error {
-	err := b.ReadCloser.Close()
-	if b.done.CompareAndSwap(false, true) {
-		b.release()
-	}
-	return err
-}
-
-// retryResponse decides whether a response is worth another attempt, by
-// status, by the server's explicit verdict, and by whether the request may be
-// repeated after the server may have processed it (repeatable: idempotent,
-// keyed, or WithRetryAllMethods). declined reports a 429 the server asked
-// not to retry.
-func (c *config) retryResponse(code int, obs Observation, repeatable bool) (retry, declined bool) {
-	throttled := code == http.StatusTooManyRequests
-	retry = c.retryStatus(code)
-	switch obs.ShouldRetry {
-	case VerdictRetry:
-		return code >= 400, false
-	case VerdictDoNotRetry:
-		return false, throttled
-	}
-	// A 429 was not processed; any other failure may have been.
-	return retry && (throttled || repeatable), false
-}
-
-// planWait decides how long to wait before the next attempt, or why to give
-// up at once without waiting (reason != 0, with the bound that was hit).
-// obs is what the failed attempt's response said (zero for a transport
-// error), backoff the strategy's delay, floor the least a 429 without a
-// positive Retry-After waits.
-func (c *config) planWait(ctx context.Context, obs Observation, throttled bool, backoff, floor time.Duration) (wait time.Duration, reason Reason, limit time.Duration) {
-	wait, required := backoff, time.Duration(0)
-	if obs.HasRetryAfter && obs.RetryAfter > 0 {
-		required = obs.RetryAfter
-		if required > c.maxWait {
-			return 0, ReasonWaitTooLong, c.maxWait
-		}
-		// The server knows when it will have capacity again: its
-		// Retry-After replaces our guess rather than adding to it.
-		wait = required + c.spread(required)
-	} else if throttled || obs.HasRetryAfter {
-		// A 429 with no usable Retry-After, or any response whose
-		// Retry-After is zero or past, is no licence to storm: wait at
-		// least the floor.
-		wait = max(wait, floor)
-	}
-	wait = min(wait, max(c.maxWait, required))
-	if dl, ok := ctx.Deadline(); ok {
-		left := dl.Sub(c.clock.Now())
-		if required >= left || wait >= left && required == 0 {
-			return 0, ReasonDeadline, max(left, 0)
-		}
-		if wait >= left {
-			wait = required
-		}
-	}
-	return max(wait, 0), 0, 0
-}
-
-// spread returns a small positive random addition to a Retry-After wait
-// (up to a tenth of it, at most one second), so that many clients told the
-// same instant do not all come back at that instant.
-func (c *config) spread(required time.Duration) time.Duration {
-	s := min(required/10, time.Second)
-	return time.Duration(c.rnd.float64() * float64(s))
-}
-
-// newRateLimitError builds the error for a 429 headway will not retry,
-// keeping the start of its body; the caller still owns (and closes) resp.
-func newRateLimitError(req *http.Request, resp *http.Response, obs Observation, attempts int, waited time.Duration, reason Reason, limit time.Duration) *RateLimitError {
-	e := &RateLimitError{
+// newRateLimitError builds the error for a 429 headway will not retry; the
+// caller still owns (and closes) resp.
+func newRateLimitError(req *http.Request, resp *http.Response, obs ratelimit.Observation, attempts int, waited time.Duration, reason Reason, bound time.Duration) *RateLimitError {
+	return &RateLimitError{
 		Method:        req.Method,
-		URL:           redact(req.URL),
+		URL:           decide.Redact(req.URL),
 		StatusCode:    resp.StatusCode,
 		Status:        resp.Status,
 		Header:        resp.Header.Clone(),
@@ -397,64 +187,46 @@ func newRateLimitError(req *http.Request, resp *http.Response, obs Observation, 
 		Attempts:      attempts,
 		Waited:        waited,
 		Reason:        reason,
-		Limit:         limit,
+		Bound:         bound,
 	}
-	return e
-}
-
-// readExcerpt reads the start of a 429's body into e, within drainTimeout.
-func (e *RateLimitError) readExcerpt(clk Clock, body io.ReadCloser) {
-	if body == nil {
-		return
-	}
-	boundedRead(clk, body, func() { e.Body, _ = io.ReadAll(io.LimitReader(body, MaxBodyExcerpt)) })
 }
 
 // rateLimited builds the error for a 429 headway will not retry, consuming
 // the response.
-func (t *retryTransport) rateLimited(req *http.Request, a attempt, attempts int, waited time.Duration, reason Reason, limit time.Duration) error {
-	e := newRateLimitError(req, a.resp, a.obs, attempts, waited, reason, limit)
-	e.readExcerpt(t.c.clock, a.resp.Body)
-	a.discard(t.c.clock)
-	t.c.logger.LogAttrs(req.Context(), slog.LevelInfo, "headway: giving up",
-		slog.String("method", req.Method), slog.String("url", e.URL),
-		slog.Int("status", e.StatusCode), slog.Int("attempts", attempts),
-		slog.String("reason", reason.String()))
+func (t *retryTransport) rateLimited(req *http.Request, a *attempt, attempts int, waited time.Duration, reason Reason, bound time.Duration) error {
+	e := newRateLimitError(req, a.resp, a.obs, attempts, waited, reason, bound)
+	e.Body = a.excerpt(t.c.clock)
+	t.gaveUp(req, e.StatusCode, attempts, reason)
 	return e
 }
 
+// canceled builds the error for a request whose context ended while headway
+// waited to retry it: what the last attempt said is kept, and the context's
+// error is wrapped.
+func (t *retryTransport) canceled(req *http.Request, a *attempt, attempts int, waited time.Duration, ctxErr error) error {
+	t.gaveUp(req, a.status, attempts, ReasonCanceled)
+	if a.status == http.StatusTooManyRequests {
+		e := newRateLimitError(req, a.resp, a.obs, attempts, waited, ReasonCanceled, 0)
+		e.Body, e.Err = a.body, ctxErr
+		return e
+	}
+	return &RetryError{Attempts: attempts, Waited: waited, Reason: ReasonCanceled, StatusCode: a.status, Err: ctxErr}
+}
+
+// gaveUp logs a give-up.
+func (t *retryTransport) gaveUp(req *http.Request, status, attempts int, reason Reason) {
+	t.c.logger.LogAttrs(req.Context(), slog.LevelInfo, "headway: giving up",
+		slog.String("method", req.Method), slog.String("url", decide.Redact(req.URL)),
+		slog.Int("status", status), slog.Int("attempts", attempts),
+		slog.String("reason", reason.String()))
+}
+
 // retrying reports a decision to retry to the hook and the logger.
-func (t *retryTransport) retrying(req *http.Request, n int, a attempt, err error, wait time.Duration) {
-	ev := RetryEvent{Request: req, Attempt: n, Err: err, Wait: wait}
+func (t *retryTransport) retrying(req *http.Request, n int, a *attempt, wait time.Duration) {
+	ev := RetryEvent{Request: req, Attempt: n, Err: a.err, Wait: wait}
 	if a.resp != nil {
 		ev.StatusCode = a.resp.StatusCode
 		ev.RetryAfter, ev.HasRetryAfter = a.obs.RetryAfter, a.obs.HasRetryAfter
 	}
-	if t.c.onRetry != nil {
-		t.c.onRetry(ev)
-	}
-	if t.c.logger.Enabled(req.Context(), slog.LevelDebug) {
-		attrs := []slog.Attr{
-			slog.String("method", req.Method), slog.String("url", redact(req.URL)),
-			slog.Int("attempt", n), slog.Duration("wait", wait),
-		}
-		if err != nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
-		} else {
-			attrs = append(attrs, slog.Int("status", ev.StatusCode))
-		}
-		if ev.HasRetryAfter {
-			attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
-		}
-		t.c.logger.LogAttrs(req.Context(), slog.LevelDebug, "headway: retrying", attrs...)
-	}
-}
-
-// redact returns u without its query, fragment and user info, which may hold
-// credentials.
-func redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	t.c.report(req.Context(), ev)
 }

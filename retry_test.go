@@ -190,7 +190,7 @@ func TestHugeRetryAfterFailsFastWithTypedError(t *testing.T) {
 		require.Equal(t, ReasonWaitTooLong, rle.Reason)
 		require.Equal(t, 429, rle.StatusCode)
 		require.Equal(t, 1, rle.Attempts)
-		require.Equal(t, DefaultMaxWait, rle.Limit)
+		require.Equal(t, DefaultMaxWait, rle.Bound)
 		require.True(t, rle.HasRetryAfter)
 		require.Greater(t, rle.RetryAfter, 24*time.Hour)
 		require.Equal(t, "abc", rle.Header.Get("X-Request-Id"))
@@ -198,7 +198,7 @@ func TestHugeRetryAfterFailsFastWithTypedError(t *testing.T) {
 		require.Empty(t, h.clk.Sleeps(), "gave up without sleeping")
 		require.Equal(t, 1, h.script.calls())
 		require.Equal(t, 1, st.Attempts)
-		require.Contains(t, rle.Error(), "headway: rate limited: GET https://api.test/v1/items: 429 Too Many Requests after 1 attempt")
+		require.Contains(t, rle.Error(), "headway: rate limited: 429 Too Many Requests after 1 attempt")
 		require.Contains(t, rle.Error(), "gave up: wait longer than max wait (1m0s)")
 		require.Contains(t, rle.Error(), `body: "slow down please"`)
 	}
@@ -210,7 +210,7 @@ func TestMaxWaitOption(t *testing.T) {
 	var rle *RateLimitError
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, ReasonWaitTooLong, rle.Reason)
-	require.Equal(t, 10*time.Second, rle.Limit)
+	require.Equal(t, 10*time.Second, rle.Bound)
 
 	h = newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "10"}}, ok200()}, WithMaxWait(10*time.Second))
 	resp, err, _ := h.do(t, "GET", "")
@@ -243,17 +243,6 @@ func TestRateLimitErrorPolicies(t *testing.T) {
 	require.NotContains(t, rle.Error(), "quota exhausted")
 }
 
-func TestPolicyString(t *testing.T) {
-	for want, p := range map[string]Policy{
-		`"burst" 0 of 100 requests left per 1m0s, resets in 30s`: {Name: "burst", Unit: UnitRequests, Limit: 100, HasLimit: true, HasRemaining: true, Window: time.Minute, Reset: 30 * time.Second, HasReset: true},
-		`5 tokens left`:          {Unit: UnitTokens, Remaining: 5, HasRemaining: true},
-		`limit 7 requests`:       {Limit: 7, HasLimit: true},
-		`requests, resets in 0s`: {HasReset: true},
-	} {
-		require.Equal(t, want, p.String())
-	}
-}
-
 func TestWaitPastDeadlineFailsFast(t *testing.T) {
 	clk := fakeclock.New(time.Now(), true) // deadlines are on the real clock
 	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "30"}}}, WithClock(clk))
@@ -264,7 +253,7 @@ func TestWaitPastDeadlineFailsFast(t *testing.T) {
 	var rle *RateLimitError
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, ReasonDeadline, rle.Reason)
-	require.InDelta(t, 10, rle.Limit.Seconds(), 1)
+	require.InDelta(t, 10, rle.Bound.Seconds(), 1)
 	require.Contains(t, rle.Error(), "deadline too close")
 	require.Empty(t, clk.Sleeps())
 
@@ -286,7 +275,7 @@ func TestGiveUpAfterMaxAttempts(t *testing.T) {
 	require.Equal(t, DefaultMaxAttempts, h.script.calls())
 	require.Equal(t, 3*time.Second, rle.Waited)
 	require.Equal(t, Stats{Attempts: 4, Retries: 3, Throttled: 4, Waited: 3 * time.Second}, st)
-	require.Equal(t, "headway: rate limited: GET https://api.test/v1/items: 429 Too Many Requests after 4 attempts (waited 3s), server asked to wait 1s; gave up: attempts exhausted", rle.Error())
+	require.Equal(t, "headway: rate limited: 429 Too Many Requests after 4 attempts (waited 3s), server asked to wait 1s; gave up: attempts exhausted", rle.Error())
 
 	// A 5xx after the last attempt is returned as-is, body intact.
 	h = newHarness(t, []reply{{status: 502, body: "bad gateway"}}, WithMaxAttempts(2))
@@ -469,21 +458,45 @@ func TestRetryBudgetRefusalWrapsBoth(t *testing.T) {
 	require.Equal(t, 1, h.script.calls())
 }
 
+// TestCancelDuringWaitEndsPromptly: a cancel while headway waits to retry
+// ends the request at once, and the typed error keeps what was learnt (the
+// attempts, the last status, a 429's details) while wrapping ctx.Err(). Its
+// message does not repeat the URL, which http.Client's *url.Error names.
 func TestCancelDuringWaitEndsPromptly(t *testing.T) {
-	clk := fakeclock.New(start, false) // sleeps block until the test moves time
-	h := newHarness(t, []reply{{status: 503, hdr: []string{"Retry-After", "20"}}, ok200()}, WithClock(clk))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err, _ := h.doCtx(t, ctx, "GET", "")
-		done <- err
-	}()
-	require.NoError(t, clk.WaitForPending(context.Background(), 1))
-	cancel()
-	err := <-done
-	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorContains(t, err, "waiting 20s to retry GET https://api.test/v1/items")
-	require.Equal(t, 1, h.script.calls())
+	for _, status := range []int{503, 429} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			clk := fakeclock.New(start, false) // sleeps block until the test moves time
+			h := newHarness(t, []reply{{status: status, hdr: []string{"Retry-After", "20"}, body: "busy"}, ok200()}, WithClock(clk))
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err, _ := h.doCtx(t, ctx, "GET", "")
+				done <- err
+			}()
+			require.NoError(t, clk.WaitForPending(context.Background(), 1))
+			cancel()
+			err := <-done
+			require.ErrorIs(t, err, context.Canceled)
+			require.Equal(t, 1, strings.Count(err.Error(), apiURL), "the URL once: %v", err)
+			require.Equal(t, 1, h.script.calls())
+			if status == 429 {
+				var rle *RateLimitError
+				require.ErrorAs(t, err, &rle)
+				require.ErrorIs(t, err, ErrRateLimitExceeded)
+				require.Equal(t, ReasonCanceled, rle.Reason)
+				require.Equal(t, 1, rle.Attempts)
+				require.Equal(t, 429, rle.StatusCode)
+				require.Equal(t, 20*time.Second, rle.RetryAfter)
+				require.Equal(t, "busy", string(rle.Body))
+				return
+			}
+			var re *RetryError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, ReasonCanceled, re.Reason)
+			require.Equal(t, 1, re.Attempts)
+			require.Equal(t, 503, re.StatusCode)
+		})
+	}
 }
 
 func TestOnRetryAndStats(t *testing.T) {

@@ -29,13 +29,14 @@ const (
 	// it. w is whole seconds, so a window (or refill) under a second is
 	// written w=1: the quota is exact, the implied rate is understated.
 	IETF Dialect = "ietf"
-	// IETFDraft7 is draft -07: `RateLimit-Policy: 10;w=1, 1000;w=86400` and,
+	// IETFDraft07 is draft -07: `RateLimit-Policy: 10;w=1, 1000;w=86400` and,
 	// for the binding policy, `RateLimit: limit=10, remaining=3, reset=1`.
-	IETFDraft7 Dialect = "ietf-draft7"
-	// IETFDraft6 is drafts -04..-06: `RateLimit-Policy` as in -07 plus
+	IETFDraft07 Dialect = "ietf-draft-07"
+	// IETFDraft04 is drafts -04..-06: `RateLimit-Policy` as in -07 plus
 	// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (delay-seconds)
-	// for the binding policy.
-	IETFDraft6 Dialect = "ietf-draft6"
+	// for the binding policy. Like headway's ratelimit.DialectIETFDraft04,
+	// it is named after the first draft of its range.
+	IETFDraft04 Dialect = "ietf-draft-04"
 	// XRateLimit is the de-facto X-RateLimit-Limit, -Remaining and -Reset,
 	// the reset as Unix epoch seconds (rounded up), for the binding policy.
 	XRateLimit Dialect = "x-ratelimit"
@@ -64,14 +65,15 @@ const (
 
 // Dialects returns every dialect, in the order of the constants.
 func Dialects() []Dialect {
-	return []Dialect{IETF, IETFDraft7, IETFDraft6, XRateLimit, GitHub, OpenAI, Anthropic, Discord, Shopify, None}
+	return []Dialect{IETF, IETFDraft07, IETFDraft04, XRateLimit, GitHub, OpenAI, Anthropic, Discord, Shopify, None}
 }
 
 // dialectAliases are other spellings ParseDialect accepts.
 var dialectAliases = map[string]Dialect{
 	"ietf-draft8": IETF, "ietf-draft-08": IETF, "draft8": IETF, "draft-8": IETF,
-	"ietf-draft-07": IETFDraft7, "draft7": IETFDraft7, "draft-7": IETFDraft7,
-	"ietf-draft-06": IETFDraft6, "draft6": IETFDraft6, "draft-6": IETFDraft6,
+	"ietf-draft7": IETFDraft07, "draft7": IETFDraft07, "draft-7": IETFDraft07,
+	"ietf-draft-06": IETFDraft04, "ietf-draft6": IETFDraft04, "draft6": IETFDraft04, "draft-6": IETFDraft04,
+	"ietf-draft-05": IETFDraft04, "ietf-draft-04": IETFDraft04,
 	"xratelimit": XRateLimit, "x-rate-limit": XRateLimit, "legacy": XRateLimit,
 }
 
@@ -87,20 +89,21 @@ func ParseDialect(s string) (Dialect, error) {
 	return "", fmt.Errorf("ratelimittest: unknown dialect %q (want one of %s)", s, joinNames(Dialects()))
 }
 
-// RetryAfter is how a rejection says when to come back.
-type RetryAfter string
+// RetryAfterForm is how a rejection says when to come back.
+type RetryAfterForm string
 
 // The Retry-After forms. Both forms round up, so a client that waits as
 // told is never early.
 const (
-	RetryAfterSeconds RetryAfter = "seconds" // delay-seconds, e.g. "3"
-	RetryAfterDate    RetryAfter = "date"    // an HTTP-date (IMF-fixdate)
-	RetryAfterNone    RetryAfter = "none"    // no Retry-After
+	RetryAfterSeconds RetryAfterForm = "seconds" // delay-seconds, e.g. "3"
+	RetryAfterDate    RetryAfterForm = "date"    // an HTTP-date (IMF-fixdate)
+	RetryAfterNone    RetryAfterForm = "none"    // no Retry-After
 )
 
-// ParseRetryAfter returns the Retry-After form named s.
-func ParseRetryAfter(s string) (RetryAfter, error) {
-	switch n := RetryAfter(strings.ToLower(strings.TrimSpace(s))); n {
+// ParseRetryAfterForm returns the Retry-After form named s (it parses a
+// form's name, not a Retry-After value: that is ratelimit.ParseRetryAfter).
+func ParseRetryAfterForm(s string) (RetryAfterForm, error) {
+	switch n := RetryAfterForm(strings.ToLower(strings.TrimSpace(s))); n {
 	case RetryAfterSeconds, RetryAfterDate, RetryAfterNone:
 		return n, nil
 	case "delay", "delay-seconds", "delta":
@@ -214,7 +217,7 @@ func (v *view) write(h http.Header, d Dialect) {
 	case IETF:
 		var pol, rl []string
 		for _, s := range v.status {
-			if s.rule.unit != Requests {
+			if s.rule.unit != UnitRequests {
 				continue
 			}
 			name := sfString(s.rule.name)
@@ -230,14 +233,14 @@ func (v *view) write(h http.Header, d Dialect) {
 			h.Set("RateLimit-Policy", strings.Join(pol, ", "))
 			h.Set("RateLimit", strings.Join(rl, ", "))
 		}
-	case IETFDraft7, IETFDraft6:
-		b := v.binding(Requests)
+	case IETFDraft07, IETFDraft04:
+		b := v.binding(UnitRequests)
 		if b == nil {
 			return
 		}
 		h.Set("RateLimit-Policy", strings.Join(v.draftPolicies(b), ", "))
 		reset := ceilDiv(b.reset, second)
-		if d == IETFDraft7 {
+		if d == IETFDraft07 {
 			h.Set("RateLimit", fmt.Sprintf("limit=%d, remaining=%d, reset=%d", b.rule.capacity(), b.remaining, reset))
 			return
 		}
@@ -245,7 +248,7 @@ func (v *view) write(h http.Header, d Dialect) {
 		h.Set("RateLimit-Remaining", itoa(b.remaining))
 		h.Set("RateLimit-Reset", itoa(reset))
 	case XRateLimit, GitHub:
-		b := v.binding(Requests)
+		b := v.binding(UnitRequests)
 		if b == nil {
 			return
 		}
@@ -261,7 +264,7 @@ func (v *view) write(h http.Header, d Dialect) {
 			h.Set("X-RateLimit-Resource", res)
 		}
 	case OpenAI:
-		for _, u := range []Unit{Requests, Tokens} {
+		for _, u := range []Unit{UnitRequests, UnitTokens} {
 			if b := v.binding(u); b != nil {
 				h.Set("X-Ratelimit-Limit-"+string(u), itoa(b.rule.capacity()))
 				h.Set("X-Ratelimit-Remaining-"+string(u), itoa(b.remaining))
@@ -269,7 +272,7 @@ func (v *view) write(h http.Header, d Dialect) {
 			}
 		}
 	case Anthropic:
-		for _, u := range []Unit{Requests, Tokens, InputTokens, OutputTokens} {
+		for _, u := range []Unit{UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens} {
 			if b := v.binding(u); b != nil {
 				p := "Anthropic-Ratelimit-" + string(u) + "-"
 				h.Set(p+"Limit", itoa(b.rule.capacity()))
@@ -278,7 +281,7 @@ func (v *view) write(h http.Header, d Dialect) {
 			}
 		}
 	case Discord:
-		b := v.binding(Requests)
+		b := v.binding(UnitRequests)
 		if b == nil {
 			return
 		}
@@ -299,7 +302,7 @@ func (v *view) write(h http.Header, d Dialect) {
 			h.Set("X-RateLimit-Scope", scope)
 		}
 	case Shopify:
-		if b := v.binding(Requests); b != nil {
+		if b := v.binding(UnitRequests); b != nil {
 			h.Set("X-Shopify-Shop-Api-Call-Limit", fmt.Sprintf("%d/%d", b.rule.capacity()-b.remaining, b.rule.capacity()))
 		}
 	}
@@ -315,7 +318,7 @@ func (v *view) draftPolicies(b *policyStatus) []string {
 	for i := range v.status {
 		s := &v.status[i]
 		q := s.rule.capacity()
-		if s.rule.unit != Requests || (s != b && q == b.rule.capacity()) || slices.Contains(seen, q) {
+		if s.rule.unit != UnitRequests || (s != b && q == b.rule.capacity()) || slices.Contains(seen, q) {
 			continue
 		}
 		seen = append(seen, q)
@@ -330,7 +333,7 @@ func (v *view) draftPolicies(b *policyStatus) []string {
 func millis(n int64) string { return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) }
 
 // retryAfter is the Retry-After value for a refused request, or "".
-func (v *view) retryAfter(form RetryAfter) string {
+func (v *view) retryAfter(form RetryAfterForm) string {
 	if !v.refused || v.wait == never {
 		return ""
 	}

@@ -201,7 +201,7 @@ func mislead(st []policyStatus, admitted bool) []policyStatus {
 	if admitted {
 		best := -1
 		for i := range st {
-			if st[i].rule.unit == Requests && (best < 0 || st[i].remaining > st[best].remaining) {
+			if st[i].rule.unit == UnitRequests && (best < 0 || st[i].remaining > st[best].remaining) {
 				best = i
 			}
 		}

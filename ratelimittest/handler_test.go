@@ -147,10 +147,10 @@ func TestDialectHeaders(t *testing.T) {
 		{rlt.IETF,
 			map[string]string{"RateLimit-Policy": `"api";q=5;w=1`, "RateLimit": `"api";r=4;t=1`},
 			map[string]string{"RateLimit-Policy": `"api";q=5;w=1`, "RateLimit": `"api";r=0;t=1`}},
-		{rlt.IETFDraft7,
+		{rlt.IETFDraft07,
 			map[string]string{"RateLimit-Policy": `5;w=1`, "RateLimit": `limit=5, remaining=4, reset=1`},
 			map[string]string{"RateLimit-Policy": `5;w=1`, "RateLimit": `limit=5, remaining=0, reset=1`}},
-		{rlt.IETFDraft6,
+		{rlt.IETFDraft04,
 			map[string]string{"RateLimit-Policy": `5;w=1`, "RateLimit-Limit": "5", "RateLimit-Remaining": "4", "RateLimit-Reset": "1"},
 			map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}},
 		{rlt.XRateLimit,
@@ -179,7 +179,7 @@ func TestDialectHeaders(t *testing.T) {
 		t.Run(string(c.d), func(t *testing.T) {
 			h, _ := newHandler(t, rlt.WithDialect(c.d),
 				rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 5, Window: time.Second}),
-				rlt.WithPolicy(rlt.Policy{Name: "tpm", Limit: 1000, Window: time.Second, Unit: rlt.Tokens, Cost: rlt.CostFromHeader("X-Tokens", 100)}))
+				rlt.WithPolicy(rlt.Policy{Name: "tpm", Limit: 1000, Window: time.Second, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 100)}))
 			res := call(h)
 			require.Equal(t, 200, res.StatusCode)
 			require.Equal(t, "Thu, 26 Nov 2026 12:00:00 GMT", res.Header.Get("Date"))
@@ -199,12 +199,12 @@ func TestDialectHeaders(t *testing.T) {
 			}
 			if c.d == rlt.Discord {
 				var body struct {
-					Message    string  `json:"message"`
-					RetryAfter float64 `json:"retry_after"`
-					Global     *bool   `json:"global"`
+					Message        string  `json:"message"`
+					RetryAfterForm float64 `json:"retry_after"`
+					Global         *bool   `json:"global"`
 				}
 				require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
-				require.Equal(t, 0.75, body.RetryAfter)
+				require.Equal(t, 0.75, body.RetryAfterForm)
 				require.NotNil(t, body.Global)
 				require.False(t, *body.Global)
 			}
@@ -220,7 +220,7 @@ func TestDialectHeaders(t *testing.T) {
 		require.Equal(t, "1", res.Header.Get("Retry-After"))
 	})
 	t.Run("several at once", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithDialect(rlt.IETFDraft6, rlt.XRateLimit, rlt.OpenAI, rlt.Anthropic, rlt.Shopify))
+		h, _ := newHandler(t, rlt.WithDialect(rlt.IETFDraft04, rlt.XRateLimit, rlt.OpenAI, rlt.Anthropic, rlt.Shopify))
 		res := call(h)
 		require.Equal(t, "9", res.Header.Get("RateLimit-Remaining"))
 		require.Equal(t, "9", res.Header.Get("X-RateLimit-Remaining"))
@@ -241,7 +241,7 @@ func TestDialectHeaders(t *testing.T) {
 func TestRetryAfterForms(t *testing.T) {
 	policy := rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 2, Window: 3 * time.Second, Burst: 1})
 	for _, c := range []struct {
-		form rlt.RetryAfter
+		form rlt.RetryAfterForm
 		skew time.Duration
 		want string
 	}{
@@ -390,7 +390,7 @@ func TestInvalidOptions(t *testing.T) {
 		"huge numbers":     rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 7, Window: 1000 * time.Hour, Burst: 1 << 40}),
 		"huge log":         rlt.WithPolicy(rlt.Policy{Algorithm: rlt.SlidingLog, Limit: 1 << 30, Window: time.Second}),
 		"dialect":          rlt.WithDialect("ietf-draft-99"),
-		"clashing drafts":  rlt.WithDialect(rlt.IETF, rlt.IETFDraft6),
+		"clashing drafts":  rlt.WithDialect(rlt.IETF, rlt.IETFDraft04),
 		"clashing x-":      rlt.WithDialect(rlt.OpenAI, rlt.GitHub, rlt.Discord),
 		"retry-after":      rlt.WithRetryAfter("soon"),
 		"status":           rlt.WithRejectStatus(200),
@@ -431,14 +431,14 @@ func TestParseNames(t *testing.T) {
 	}
 	d, err := rlt.ParseDialect("draft7")
 	require.NoError(t, err)
-	require.Equal(t, rlt.IETFDraft7, d)
+	require.Equal(t, rlt.IETFDraft07, d)
 	_, err = rlt.ParseDialect("ietf-draft5")
 	require.Error(t, err)
 
-	ra, err := rlt.ParseRetryAfter("http-date")
+	ra, err := rlt.ParseRetryAfterForm("http-date")
 	require.NoError(t, err)
 	require.Equal(t, rlt.RetryAfterDate, ra)
-	_, err = rlt.ParseRetryAfter("later")
+	_, err = rlt.ParseRetryAfterForm("later")
 	require.Error(t, err)
 }
 

@@ -16,7 +16,7 @@ type config struct {
 	partition    Partition
 	partitioned  bool
 	dialects     []Dialect
-	retryAfter   RetryAfter
+	retryAfter   RetryAfterForm
 	rejectStatus int
 	logSize      int
 	faults       faults
@@ -70,7 +70,7 @@ func newConfig(opts []Option) (*config, error) {
 // of one family on a response would overwrite each other.
 func dialectFamily(d Dialect) string {
 	switch d {
-	case IETF, IETFDraft7, IETFDraft6:
+	case IETF, IETFDraft07, IETFDraft04:
 		return "RateLimit-Policy"
 	case XRateLimit, GitHub, Discord:
 		return "X-RateLimit-Limit"
@@ -146,7 +146,7 @@ func WithDialect(ds ...Dialect) Option {
 
 // WithRetryAfter sets the Retry-After form of a rejection (default
 // RetryAfterSeconds). Either form rounds up.
-func WithRetryAfter(f RetryAfter) Option {
+func WithRetryAfter(f RetryAfterForm) Option {
 	return func(c *config) {
 		switch f {
 		case RetryAfterSeconds, RetryAfterDate, RetryAfterNone:

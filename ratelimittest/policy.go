@@ -82,13 +82,13 @@ func joinNames[T ~string](xs []T) string {
 // Unit is what a policy counts.
 type Unit string
 
-// Units. Requests is the default; the token units exist for the openai and
+// Units. UnitRequests is the default; the token units exist for the openai and
 // anthropic dialects, whose servers meter tokens beside requests.
 const (
-	Requests     Unit = "requests"
-	Tokens       Unit = "tokens"
-	InputTokens  Unit = "input-tokens"
-	OutputTokens Unit = "output-tokens"
+	UnitRequests     Unit = "requests"
+	UnitTokens       Unit = "tokens"
+	UnitInputTokens  Unit = "input-tokens"
+	UnitOutputTokens Unit = "output-tokens"
 )
 
 // Policy is one quota the server enforces. A request is admitted only if
@@ -109,7 +109,7 @@ type Policy struct {
 	// GCRA tolerates (tolerance (Burst-1)*Window/Limit). 0 means Limit. The
 	// window algorithms ignore it.
 	Burst int
-	// Unit is what the policy counts; it defaults to Requests.
+	// Unit is what the policy counts; it defaults to UnitRequests.
 	Unit Unit
 	// Cost says how many units a request uses. Nil charges 1. A negative
 	// cost is charged as 0.
@@ -168,10 +168,10 @@ func compile(p Policy) (*rule, error) {
 		return nil, fmt.Errorf("unknown algorithm %q (want one of %s)", r.alg, joinNames(Algorithms()))
 	}
 	if r.unit == "" {
-		r.unit = Requests
+		r.unit = UnitRequests
 	}
 	switch r.unit {
-	case Requests, Tokens, InputTokens, OutputTokens:
+	case UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens:
 	default:
 		return nil, fmt.Errorf("unknown unit %q", p.Unit)
 	}

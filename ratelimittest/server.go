@@ -10,8 +10,8 @@ import (
 // rate-limiting Handler. Close it when done, as with httptest.
 type Server struct {
 	*httptest.Server
-	// Limiter is the middleware in front of the API.
-	Limiter *Handler
+	// Handler is the rate-limiting middleware in front of the API.
+	Handler *Handler
 }
 
 // NewServer starts a server on a loopback address that enforces opts in
@@ -31,11 +31,11 @@ func NewUnstartedServer(api http.Handler, opts ...Option) *Server {
 	if err != nil {
 		panic(fmt.Sprintf("ratelimittest.NewServer: %v", err))
 	}
-	return &Server{Server: httptest.NewUnstartedServer(h), Limiter: h}
+	return &Server{Server: httptest.NewUnstartedServer(h), Handler: h}
 }
 
 // Stats returns the limiter's counters so far.
-func (s *Server) Stats() Stats { return s.Limiter.Stats() }
+func (s *Server) Stats() Stats { return s.Handler.Stats() }
 
 // Admissions returns the limiter's admission log, oldest first.
-func (s *Server) Admissions() []Admission { return s.Limiter.Admissions() }
+func (s *Server) Admissions() []Admission { return s.Handler.Admissions() }

@@ -979,7 +979,7 @@ var dialectCases = []dialectCase{
 		},
 	},
 	{
-		name:     "ietf-draft7",
+		name:     "ietf-draft-07",
 		required: []string{"Ratelimit", "Ratelimit-Policy"},
 		check: func(t *testing.T, i int, r, prev reply) {
 			pol, err := httpsfv.UnmarshalList(r.header.Values("RateLimit-Policy"))
@@ -1006,7 +1006,7 @@ var dialectCases = []dialectCase{
 		},
 	},
 	{
-		name:     "ietf-draft6",
+		name:     "ietf-draft-04",
 		required: []string{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", "Ratelimit-Policy"},
 		check: func(t *testing.T, i int, r, prev reply) {
 			pol, err := httpsfv.UnmarshalList(r.header.Values("RateLimit-Policy"))

@@ -112,7 +112,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	limit := fs.Int("limit", 10, "requests admitted per window (for the buckets and gcra: the refill rate)")
 	fs.Var(durationFlag{&window}, "window", "the limit's `period` (a Go duration, or seconds)")
 	burst := fs.Int("burst", 0, "bucket capacity / gcra burst (default: the limit)")
-	dialect := fs.String("dialect", "ietf", "response headers: ietf|ietf-draft7|ietf-draft6|x-ratelimit|github|openai|anthropic|discord|shopify|none (comma-separated for several)")
+	dialect := fs.String("dialect", "ietf", "response headers: ietf|ietf-draft-07|ietf-draft-04|x-ratelimit|github|openai|anthropic|discord|shopify|none (comma-separated for several)")
 	retryAfter := fs.String("retry-after", "seconds", "Retry-After on 429: seconds|date|none")
 	partition := fs.String("partition", "shared", "quota per: shared|addr|header:NAME")
 	status := fs.Int("status", 429, "status of a rejection")
@@ -188,7 +188,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		// Tokens are metered by a bucket whatever -algorithm says, as the
 		// AI APIs do; a sliding log would store an entry per token.
 		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{
-			Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.Tokens,
+			Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.UnitTokens,
 			Cost: ratelimittest.CostFromHeader("X-Tokens", *tokenCost),
 		}))
 		if anthropic {
@@ -196,17 +196,17 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 			// limits are typically a fifth of input ones.
 			s.opts = append(s.opts,
 				ratelimittest.WithPolicy(ratelimittest.Policy{
-					Name: "input-tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.InputTokens,
+					Name: "input-tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.UnitInputTokens,
 					Cost: ratelimittest.CostFromHeader("X-Input-Tokens", *tokenCost),
 				}),
 				ratelimittest.WithPolicy(ratelimittest.Policy{
-					Name: "output-tokens", Algorithm: ratelimittest.TokenBucket, Limit: max(1, t/5), Window: window, Unit: ratelimittest.OutputTokens,
+					Name: "output-tokens", Algorithm: ratelimittest.TokenBucket, Limit: max(1, t/5), Window: window, Unit: ratelimittest.UnitOutputTokens,
 					Cost: ratelimittest.CostFromHeader("X-Output-Tokens", *tokenCost/5),
 				}))
 		}
 	}
 
-	ra, err := ratelimittest.ParseRetryAfter(*retryAfter)
+	ra, err := ratelimittest.ParseRetryAfterForm(*retryAfter)
 	if err != nil {
 		return bad(err)
 	}

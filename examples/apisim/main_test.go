@@ -30,7 +30,7 @@ func TestParseDuration(t *testing.T) {
 func TestFlagsRefuseWhatTheLibraryRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"-drop-every", "-1"}, {"-missing-every", "-2"}, {"-latency", "-1s"}, {"-tokens", "-5", "-dialect", "openai"},
-		{"-dialect", "ietf,ietf-draft7"}, {"-limit", "0"}, {"-window", "NaN"}, {"-partition", "header:"},
+		{"-dialect", "ietf,ietf-draft-07"}, {"-limit", "0"}, {"-window", "NaN"}, {"-partition", "header:"},
 	} {
 		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard, nil)
 		require.Error(t, err, args)

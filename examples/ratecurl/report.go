@@ -107,7 +107,7 @@ func messageKey(err error) string {
 		c.RetryAfter, c.HasRetryAfter = 0, false
 	}
 	if c.Reason == headway.ReasonDeadline {
-		c.Limit = c.Limit.Round(100 * time.Millisecond)
+		c.Bound = c.Bound.Round(100 * time.Millisecond)
 	}
 	return c.Error()
 }

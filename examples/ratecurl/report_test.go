@@ -46,7 +46,7 @@ func TestRateLimitErrorsCountedTogether(t *testing.T) {
 		})})
 		s.add(result{id: i + 4, err: wrap(&headway.RateLimitError{
 			Method: "GET", URL: "http://x/", RetryAfter: time.Duration(10-i) * time.Second, HasRetryAfter: true,
-			Reason: headway.ReasonDeadline, Limit: 3*time.Second - time.Duration(i)*time.Millisecond,
+			Reason: headway.ReasonDeadline, Bound: 3*time.Second - time.Duration(i)*time.Millisecond,
 		})})
 	}
 	r := s.report()

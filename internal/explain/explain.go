@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/ratelimit"
 )
 
-// Report is the JSON form of a headway.Observation. Unknown values are null.
+// Report is the JSON form of a ratelimit.Observation. Unknown values are null.
 type Report struct {
 	// Status is the status code of the head's status line; null when the
 	// input had none (headers only).
@@ -32,7 +32,7 @@ type Report struct {
 	Policies []Policy `json:"policies"`
 }
 
-// Policy is the JSON form of a headway.Policy.
+// Policy is the JSON form of a ratelimit.Policy.
 type Policy struct {
 	Name          *string  `json:"name"`
 	Limit         *int64   `json:"limit"`
@@ -44,7 +44,7 @@ type Policy struct {
 
 // FromObservation converts an observation into its report. status is
 // reported as null when hasStatus is false.
-func FromObservation(obs headway.Observation, hasStatus bool) Report {
+func FromObservation(obs ratelimit.Observation, hasStatus bool) Report {
 	r := Report{Dialects: []string{}, Policies: []Policy{}}
 	if hasStatus {
 		r.Status = ptr(obs.Status)
@@ -58,7 +58,7 @@ func FromObservation(obs headway.Observation, hasStatus bool) Report {
 	for _, p := range obs.Policies {
 		jp := Policy{Unit: string(p.Unit)}
 		if jp.Unit == "" {
-			jp.Unit = string(headway.UnitRequests)
+			jp.Unit = string(ratelimit.UnitRequests)
 		}
 		if p.Name != "" {
 			jp.Name = ptr(p.Name)
@@ -90,7 +90,7 @@ func Explain(r io.Reader, received time.Time) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	obs := headway.ParseHeaders(head.Header, head.Status, received)
+	obs := ratelimit.ParseHeaders(head.Header, head.Status, received)
 	return FromObservation(obs, head.HasStatus), nil
 }
 

@@ -13,8 +13,8 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/headway-go/headway"
 	"github.com/headway-go/headway/internal/explain"
+	"github.com/headway-go/headway/ratelimit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -734,7 +734,7 @@ func TestExplainErrors(t *testing.T) {
 func TestFromObservation(t *testing.T) {
 	cases := []struct {
 		name      string
-		obs       headway.Observation
+		obs       ratelimit.Observation
 		hasStatus bool
 		want      string
 	}{
@@ -749,31 +749,31 @@ func TestFromObservation(t *testing.T) {
 		},
 		{
 			name: "a status is null when hasStatus is false",
-			obs:  headway.Observation{Status: 429},
+			obs:  ratelimit.Observation{Status: 429},
 			want: `{"status":null,"dialects":[],"retry_after_seconds":null,"policies":[]}`,
 		},
 		{
 			name:      "a zero Retry-After is 0, not null",
-			obs:       headway.Observation{Status: 429, HasRetryAfter: true},
+			obs:       ratelimit.Observation{Status: 429, HasRetryAfter: true},
 			hasStatus: true,
 			want:      `{"status":429,"dialects":[],"retry_after_seconds":0,"policies":[]}`,
 		},
 		{
 			name:      "a Retry-After without HasRetryAfter is null",
-			obs:       headway.Observation{Status: 429, RetryAfter: time.Second},
+			obs:       ratelimit.Observation{Status: 429, RetryAfter: time.Second},
 			hasStatus: true,
 			want:      `{"status":429,"dialects":[],"retry_after_seconds":null,"policies":[]}`,
 		},
 		{
 			name: "policy fields, known and unknown",
-			obs: headway.Observation{
+			obs: ratelimit.Observation{
 				Status:        429,
 				RetryAfter:    1500 * time.Millisecond,
 				HasRetryAfter: true,
-				Dialects:      headway.DialectSet(0).With(headway.DialectOpenAI).With(headway.DialectStripe),
-				Policies: []headway.Policy{
+				Dialects:      ratelimit.DialectSet(0).With(ratelimit.DialectOpenAI).With(ratelimit.DialectStripe),
+				Policies: []ratelimit.Policy{
 					{}, // nothing known: the unit defaults to requests
-					{Name: "tokens", Unit: headway.UnitTokens, Limit: 0, HasLimit: true, Remaining: 0, HasRemaining: true,
+					{Name: "tokens", Unit: ratelimit.UnitTokens, Limit: 0, HasLimit: true, Remaining: 0, HasRemaining: true,
 						Window: 90 * time.Second, Reset: 250 * time.Millisecond, HasReset: true},
 					{Limit: 7, Remaining: 3, Reset: time.Minute, Window: -time.Second}, // no Has*: null
 				},

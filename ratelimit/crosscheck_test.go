@@ -1,4 +1,4 @@
-package headway_test
+package ratelimit_test
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/ratelimit"
 	"github.com/headway-go/headway/ratelimittest"
 )
 
 // The cross-check drives ratelimittest's emulated server and reads every
-// response back with headway.ParseHeaders. The two were written
+// response back with ratelimit.ParseHeaders. The two were written
 // independently from the formats' definitions, so each checks the other.
 //
 // The test does not trust either side for the numbers: every scenario states
@@ -86,20 +86,20 @@ type xcScenario struct {
 type xcMeta struct {
 	name     string // as the IETF dialect names it
 	named    bool
-	unit     headway.Unit
+	unit     ratelimit.Unit
 	capacity int64         // the most a key can have left (the burst for buckets)
 	window   time.Duration // the IETF w: the window, or for buckets the time to refill a burst (q/w is the rate)
 }
 
 func xcMetaOf(p ratelimittest.Policy) xcMeta {
-	m := xcMeta{name: p.Name, named: p.Name != "", unit: headway.UnitRequests, capacity: int64(p.Limit), window: p.Window}
+	m := xcMeta{name: p.Name, named: p.Name != "", unit: ratelimit.UnitRequests, capacity: int64(p.Limit), window: p.Window}
 	if !m.named {
 		// Policy.Name: "Empty means a name made from the numbers, such as
 		// "10-per-1s"".
 		m.name = fmt.Sprintf("%d-per-%s", p.Limit, p.Window)
 	}
 	if p.Unit != "" {
-		m.unit = headway.Unit(p.Unit)
+		m.unit = ratelimit.Unit(p.Unit)
 	}
 	switch p.Algorithm {
 	case ratelimittest.TokenBucket, ratelimittest.LeakyBucket, ratelimittest.GCRA:
@@ -129,7 +129,7 @@ type xcView struct {
 // to the later reset (ratelimittest's documented rule); -1 if none. A
 // refusal's reset is the policy's own wait, so that it agrees with
 // Retry-After (draft-07 section 4).
-func (x *xcView) binding(u headway.Unit) int {
+func (x *xcView) binding(u ratelimit.Unit) int {
 	b := -1
 	for i, m := range x.metas {
 		if m.unit != u {
@@ -184,27 +184,27 @@ func xcAbsolute(wall time.Time, d, unit time.Duration) time.Duration {
 // detect, and which policies it should read.
 type xcDialect struct {
 	d      ratelimittest.Dialect
-	detect headway.Dialect // 0: nothing
-	expect func(x *xcView) []headway.Policy
+	detect ratelimit.Dialect // 0: nothing
+	expect func(x *xcView) []ratelimit.Policy
 }
 
-func xcIETFLegacy(d headway.Dialect) func(x *xcView) []headway.Policy {
-	return func(x *xcView) []headway.Policy {
+func xcIETFLegacy(d ratelimit.Dialect) func(x *xcView) []ratelimit.Policy {
+	return func(x *xcView) []ratelimit.Policy {
 		// RateLimit-Policy lists every request quota; the current state
 		// (RateLimit-Limit/-Remaining/-Reset, or RateLimit: limit=...)
 		// belongs to the binding one, found by its limit.
 		// Drafts -04..-07 forbid two policies with the same quota, so a
 		// policy repeating another's quota is left out, except the binding
 		// one.
-		var out []headway.Policy
-		b := x.binding(headway.UnitRequests)
+		var out []ratelimit.Policy
+		b := x.binding(ratelimit.UnitRequests)
 		var seen []int64
 		for i, m := range x.metas {
-			if m.unit != headway.UnitRequests || (b >= 0 && i != b && m.capacity == x.metas[b].capacity) || slices.Contains(seen, m.capacity) {
+			if m.unit != ratelimit.UnitRequests || (b >= 0 && i != b && m.capacity == x.metas[b].capacity) || slices.Contains(seen, m.capacity) {
 				continue
 			}
 			seen = append(seen, m.capacity)
-			p := headway.Policy{Unit: headway.UnitRequests, Limit: m.capacity, HasLimit: true, Window: m.window, Dialect: d}
+			p := ratelimit.Policy{Unit: ratelimit.UnitRequests, Limit: m.capacity, HasLimit: true, Window: m.window, Dialect: d}
 			if i == b {
 				s := x.states[i]
 				p.Remaining, p.HasRemaining = s.remaining, true
@@ -216,36 +216,36 @@ func xcIETFLegacy(d headway.Dialect) func(x *xcView) []headway.Policy {
 	}
 }
 
-func xcXRateLimit(d headway.Dialect) func(x *xcView) []headway.Policy {
-	return func(x *xcView) []headway.Policy {
-		b := x.binding(headway.UnitRequests)
+func xcXRateLimit(d ratelimit.Dialect) func(x *xcView) []ratelimit.Policy {
+	return func(x *xcView) []ratelimit.Policy {
+		b := x.binding(ratelimit.UnitRequests)
 		if b < 0 {
 			return nil
 		}
 		m, s := x.metas[b], x.states[b]
-		p := headway.Policy{Unit: headway.UnitRequests, Limit: m.capacity, HasLimit: true,
+		p := ratelimit.Policy{Unit: ratelimit.UnitRequests, Limit: m.capacity, HasLimit: true,
 			Remaining: s.remaining, HasRemaining: true,
 			Reset: xcAbsolute(x.wall, s.reset, time.Second), HasReset: true, Dialect: d}
-		if d == headway.DialectGitHub {
+		if d == ratelimit.DialectGitHub {
 			p.Name = "core"
 			if m.named {
 				p.Name = m.name
 			}
 		}
-		return []headway.Policy{p}
+		return []ratelimit.Policy{p}
 	}
 }
 
-func xcPerUnit(d headway.Dialect, units []headway.Unit, reset func(x *xcView, s xcState) time.Duration) func(x *xcView) []headway.Policy {
-	return func(x *xcView) []headway.Policy {
-		var out []headway.Policy
+func xcPerUnit(d ratelimit.Dialect, units []ratelimit.Unit, reset func(x *xcView, s xcState) time.Duration) func(x *xcView) []ratelimit.Policy {
+	return func(x *xcView) []ratelimit.Policy {
+		var out []ratelimit.Policy
 		for _, u := range units {
 			b := x.binding(u)
 			if b < 0 {
 				continue
 			}
 			m, s := x.metas[b], x.states[b]
-			out = append(out, headway.Policy{Unit: u, Limit: m.capacity, HasLimit: true,
+			out = append(out, ratelimit.Policy{Unit: u, Limit: m.capacity, HasLimit: true,
 				Remaining: s.remaining, HasRemaining: true,
 				Reset: reset(x, s), HasReset: true, Dialect: d})
 		}
@@ -254,58 +254,58 @@ func xcPerUnit(d headway.Dialect, units []headway.Unit, reset func(x *xcView, s 
 }
 
 var xcDialects = []xcDialect{
-	{ratelimittest.IETF, headway.DialectIETFDraft08, func(x *xcView) []headway.Policy {
+	{ratelimittest.IETF, ratelimit.DialectIETFDraft08, func(x *xcView) []ratelimit.Policy {
 		// One named item per request policy, in both fields.
-		var out []headway.Policy
+		var out []ratelimit.Policy
 		for i, m := range x.metas {
-			if m.unit != headway.UnitRequests {
+			if m.unit != ratelimit.UnitRequests {
 				continue
 			}
 			s := x.states[i]
-			out = append(out, headway.Policy{Name: m.name, Unit: headway.UnitRequests,
+			out = append(out, ratelimit.Policy{Name: m.name, Unit: ratelimit.UnitRequests,
 				Limit: m.capacity, HasLimit: true, Remaining: s.remaining, HasRemaining: true,
 				Window: m.window, Reset: xcCeil(s.reset, time.Second), HasReset: true,
-				Dialect: headway.DialectIETFDraft08})
+				Dialect: ratelimit.DialectIETFDraft08})
 		}
 		return out
 	}},
-	{ratelimittest.IETFDraft7, headway.DialectIETFDraft07, xcIETFLegacy(headway.DialectIETFDraft07)},
-	{ratelimittest.IETFDraft6, headway.DialectIETFDraft06, xcIETFLegacy(headway.DialectIETFDraft06)},
-	{ratelimittest.XRateLimit, headway.DialectXRateLimit, xcXRateLimit(headway.DialectXRateLimit)},
-	{ratelimittest.GitHub, headway.DialectGitHub, xcXRateLimit(headway.DialectGitHub)},
-	{ratelimittest.OpenAI, headway.DialectOpenAI, xcPerUnit(headway.DialectOpenAI,
-		[]headway.Unit{headway.UnitRequests, headway.UnitTokens},
+	{ratelimittest.IETFDraft07, ratelimit.DialectIETFDraft07, xcIETFLegacy(ratelimit.DialectIETFDraft07)},
+	{ratelimittest.IETFDraft04, ratelimit.DialectIETFDraft04, xcIETFLegacy(ratelimit.DialectIETFDraft04)},
+	{ratelimittest.XRateLimit, ratelimit.DialectXRateLimit, xcXRateLimit(ratelimit.DialectXRateLimit)},
+	{ratelimittest.GitHub, ratelimit.DialectGitHub, xcXRateLimit(ratelimit.DialectGitHub)},
+	{ratelimittest.OpenAI, ratelimit.DialectOpenAI, xcPerUnit(ratelimit.DialectOpenAI,
+		[]ratelimit.Unit{ratelimit.UnitRequests, ratelimit.UnitTokens},
 		func(_ *xcView, s xcState) time.Duration { return xcCeil(s.reset, time.Millisecond) })},
-	{ratelimittest.Anthropic, headway.DialectAnthropic, xcPerUnit(headway.DialectAnthropic,
-		[]headway.Unit{headway.UnitRequests, headway.UnitTokens, headway.UnitInputTokens, headway.UnitOutputTokens},
+	{ratelimittest.Anthropic, ratelimit.DialectAnthropic, xcPerUnit(ratelimit.DialectAnthropic,
+		[]ratelimit.Unit{ratelimit.UnitRequests, ratelimit.UnitTokens, ratelimit.UnitInputTokens, ratelimit.UnitOutputTokens},
 		func(x *xcView, s xcState) time.Duration { return xcAbsolute(x.wall, s.reset, time.Second) })},
-	{ratelimittest.Discord, headway.DialectDiscord, func(x *xcView) []headway.Policy {
-		b := x.binding(headway.UnitRequests)
+	{ratelimittest.Discord, ratelimit.DialectDiscord, func(x *xcView) []ratelimit.Policy {
+		b := x.binding(ratelimit.UnitRequests)
 		if b < 0 {
 			return nil
 		}
 		m, s := x.metas[b], x.states[b]
-		p := headway.Policy{Unit: headway.UnitRequests, Limit: m.capacity, HasLimit: true,
+		p := ratelimit.Policy{Unit: ratelimit.UnitRequests, Limit: m.capacity, HasLimit: true,
 			Remaining: s.remaining, HasRemaining: true,
-			Reset: xcCeil(s.reset, time.Millisecond), HasReset: true, Dialect: headway.DialectDiscord}
+			Reset: xcCeil(s.reset, time.Millisecond), HasReset: true, Dialect: ratelimit.DialectDiscord}
 		if x.refused {
 			p.Scope = "shared"
 			if x.partitioned {
 				p.Scope = "user"
 			}
 		}
-		return []headway.Policy{p} // Partition (the bucket) is checked on its own
+		return []ratelimit.Policy{p} // Partition (the bucket) is checked on its own
 	}},
-	{ratelimittest.Shopify, headway.DialectShopify, func(x *xcView) []headway.Policy {
-		b := x.binding(headway.UnitRequests)
+	{ratelimittest.Shopify, ratelimit.DialectShopify, func(x *xcView) []ratelimit.Policy {
+		b := x.binding(ratelimit.UnitRequests)
 		if b < 0 {
 			return nil
 		}
 		m, s := x.metas[b], x.states[b]
-		return []headway.Policy{{Unit: headway.UnitRequests, Limit: m.capacity, HasLimit: true,
-			Remaining: s.remaining, HasRemaining: true, Dialect: headway.DialectShopify}}
+		return []ratelimit.Policy{{Unit: ratelimit.UnitRequests, Limit: m.capacity, HasLimit: true,
+			Remaining: s.remaining, HasRemaining: true, Dialect: ratelimit.DialectShopify}}
 	}},
-	{ratelimittest.None, 0, func(*xcView) []headway.Policy { return nil }},
+	{ratelimittest.None, 0, func(*xcView) []ratelimit.Policy { return nil }},
 }
 
 func TestCrossCheckDialectTableIsComplete(t *testing.T) {
@@ -452,7 +452,7 @@ func xcScenarios() []xcScenario {
 			name: "tokens",
 			policies: []ratelimittest.Policy{
 				{Name: "rpm", Limit: 50, Window: time.Minute},
-				{Name: "tpm", Limit: 1000, Window: time.Minute, Unit: ratelimittest.Tokens, Cost: ratelimittest.CostFromHeader(cost, 100)},
+				{Name: "tpm", Limit: 1000, Window: time.Minute, Unit: ratelimittest.UnitTokens, Cost: ratelimittest.CostFromHeader(cost, 100)},
 			},
 			steps: []xcStep{
 				ok(0, s(49, left), s(600, left)).with(cost, "400"),
@@ -542,7 +542,7 @@ var xcSkews = []time.Duration{0, time.Hour, -2500 * time.Millisecond, time.Minut
 func TestCrossCheckDialects(t *testing.T) {
 	for _, sc := range xcScenarios() {
 		for _, dl := range xcDialects {
-			for _, ra := range []ratelimittest.RetryAfter{ratelimittest.RetryAfterSeconds, ratelimittest.RetryAfterDate, ratelimittest.RetryAfterNone} {
+			for _, ra := range []ratelimittest.RetryAfterForm{ratelimittest.RetryAfterSeconds, ratelimittest.RetryAfterDate, ratelimittest.RetryAfterNone} {
 				for _, skew := range xcSkews {
 					name := fmt.Sprintf("%s/%s/retry-after=%s/skew=%v", sc.name, dl.d, ra, skew)
 					t.Run(name, func(t *testing.T) { xcRun(t, sc, dl, ra, skew) })
@@ -552,7 +552,7 @@ func TestCrossCheckDialects(t *testing.T) {
 	}
 }
 
-func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfter, skew time.Duration) {
+func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfterForm, skew time.Duration) {
 	clock := ratelimittest.NewManualClock(xcStart)
 	opts := []ratelimittest.Option{
 		ratelimittest.WithClock(clock),
@@ -596,7 +596,7 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 
 		// The client's clock is the true one: only the Date header knows
 		// the server's skew.
-		obs := headway.ParseHeaders(res.Header, res.StatusCode, now)
+		obs := ratelimit.ParseHeaders(res.Header, res.StatusCode, now)
 		require.Equal(t, res.StatusCode, obs.Status, msg)
 
 		// Retry-After, on refusals only.
@@ -612,7 +612,7 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 		want := dl.expect(x)
 		got, partitions := xcSplitPartitions(obs.Policies)
 		require.Equal(t, want, got, "policies\n%s", msg)
-		var wantSet headway.DialectSet
+		var wantSet ratelimit.DialectSet
 		if dl.detect != 0 {
 			wantSet = wantSet.With(dl.detect)
 		}
@@ -636,7 +636,7 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 		case ratelimittest.Discord:
 			require.Len(t, partitions, 1, msg)
 			require.NotEmpty(t, partitions[0], "bucket missing\n%s", msg)
-			xcSameForSame(t, bucketByName, metas[x.binding(headway.UnitRequests)].name, partitions[0], msg)
+			xcSameForSame(t, bucketByName, metas[x.binding(ratelimit.UnitRequests)].name, partitions[0], msg)
 		default:
 			for _, p := range partitions {
 				require.Empty(t, p, msg)
@@ -650,15 +650,15 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 			// X-RateLimit-Used is limit - remaining.
 			h2 := res.Header.Clone()
 			h2.Del("X-RateLimit-Remaining")
-			got2, _ := xcSplitPartitions(headway.ParseHeaders(h2, res.StatusCode, now).Policies)
+			got2, _ := xcSplitPartitions(ratelimit.ParseHeaders(h2, res.StatusCode, now).Policies)
 			require.Equal(t, want, got2, "policies from X-RateLimit-Used\n%s", msg)
 		case ratelimittest.Discord:
 			// Without Reset-After, X-RateLimit-Reset (epoch seconds with
 			// milliseconds) against Date.
 			h2 := res.Header.Clone()
 			h2.Del("X-RateLimit-Reset-After")
-			got2, _ := xcSplitPartitions(headway.ParseHeaders(h2, res.StatusCode, now).Policies)
-			b := x.binding(headway.UnitRequests)
+			got2, _ := xcSplitPartitions(ratelimit.ParseHeaders(h2, res.StatusCode, now).Policies)
+			b := x.binding(ratelimit.UnitRequests)
 			want2 := slices.Clone(want)
 			want2[0].Reset = xcAbsolute(wall, st.want[b].reset, time.Millisecond)
 			require.Equal(t, want2, got2, "policies from X-RateLimit-Reset\n%s", msg)
@@ -669,7 +669,7 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 
 // xcRetryAfter is the delay a client should read from a refusal's
 // Retry-After.
-func xcRetryAfter(ra ratelimittest.RetryAfter, st xcStep, wall time.Time) (time.Duration, bool) {
+func xcRetryAfter(ra ratelimittest.RetryAfterForm, st xcStep, wall time.Time) (time.Duration, bool) {
 	if st.status == http.StatusOK || st.wait == xcNever {
 		return 0, false
 	}
@@ -686,7 +686,7 @@ func xcRetryAfter(ra ratelimittest.RetryAfter, st xcStep, wall time.Time) (time.
 // relies on: a reset is never read as earlier than it is, and is late by
 // less than the format's precision (two seconds for absolute times measured
 // against a Date truncated to the second).
-func xcCheckResetBounds(t *testing.T, d ratelimittest.Dialect, x *xcView, got []headway.Policy, msg string) {
+func xcCheckResetBounds(t *testing.T, d ratelimittest.Dialect, x *xcView, got []ratelimit.Policy, msg string) {
 	t.Helper()
 	slack := time.Second
 	switch d {
@@ -714,7 +714,7 @@ func xcCheckResetBounds(t *testing.T, d ratelimittest.Dialect, x *xcView, got []
 
 // xcSplitPartitions returns the policies with their Partition cleared, and
 // the partitions.
-func xcSplitPartitions(ps []headway.Policy) ([]headway.Policy, []string) {
+func xcSplitPartitions(ps []ratelimit.Policy) ([]ratelimit.Policy, []string) {
 	ps = slices.Clone(ps)
 	var parts []string
 	for i := range ps {

@@ -1,7 +1,6 @@
-package headway
+package ratelimit
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -37,8 +36,8 @@ func TestParseResetRule(t *testing.T) {
 		{"1795640430250", resetAuto, 30250 * time.Millisecond, true}, // epoch milliseconds
 		{"001795640430", resetAuto, 30 * time.Second, true},          // leading zeros do not count
 		{"1795640000", resetAuto, 0, true},                           // in the past
-		{"99999999999", resetAuto, MaxServerWait, true},              // the year 5138
-		{"99999999999999999999999999", resetAuto, MaxServerWait, true},
+		{"99999999999", resetAuto, MaxDuration, true},                // the year 5138
+		{"99999999999999999999999999", resetAuto, MaxDuration, true},
 		// Strings by layout.
 		{"Wed, 25 Nov 2026 21:00:42 GMT", resetAuto, 42 * time.Second, true},
 		{"Wed, 25 Nov 2026 21:00:42 UTC", resetAuto, 42 * time.Second, true}, // go-limiter
@@ -50,7 +49,7 @@ func TestParseResetRule(t *testing.T) {
 		{"6m0s", resetAuto, 6 * time.Minute, true}, // OpenAI
 		{"20ms", resetAuto, 20 * time.Millisecond, true},
 		{"2m59.56s", resetAuto, 2*time.Minute + 59560*time.Millisecond, true},
-		{"9999999999h", resetAuto, MaxServerWait, true},
+		{"9999999999h", resetAuto, MaxDuration, true},
 		// Garbage.
 		{"", resetAuto, 0, false},
 		{"-5", resetAuto, 0, false},
@@ -62,7 +61,7 @@ func TestParseResetRule(t *testing.T) {
 		{"1.", resetAuto, 0, false},
 		// Each dialect's documented format wins.
 		{"1795640430", resetDelta, 1795640430 * time.Second, true},
-		{"17956404300", resetDelta, MaxServerWait, true},
+		{"17956404300", resetDelta, MaxDuration, true},
 		{"30", resetEpoch, 0, true}, // 1970: long past
 		{"1795640430.5", resetEpoch, 30500 * time.Millisecond, true},
 		{"1.5", resetDelta, 1500 * time.Millisecond, true},
@@ -72,7 +71,7 @@ func TestParseResetRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%q/%d", tt.value, tt.f), func(t *testing.T) {
-			c := resetClock{date: date, received: received}
+			c := dateBase{date: date, received: received}
 			got, ok := parseReset(tt.value, tt.f, &c)
 			require.Equal(t, tt.ok, ok)
 			require.Equal(t, tt.want, got)
@@ -95,19 +94,19 @@ func TestResetRuleOldCaptures(t *testing.T) {
 		{"Sun, 06 Nov 1994 08:49:37 GMT", "600000000", 600000000 * time.Second}, // 6 years off: not near
 		{"Wed, 25 Nov 2026 21:00:00 GMT", "1795640460", time.Minute},
 		{"Wed, 25 Nov 2026 21:00:00 GMT", "1795640460000", time.Minute},
-		{"Wed, 25 Nov 2026 21:00:00 GMT", "99999999999", MaxServerWait}, // far ahead: by size
+		{"Wed, 25 Nov 2026 21:00:00 GMT", "99999999999", MaxDuration}, // far ahead: by size
 	} {
-		c := resetClock{date: tt.date, received: hdrNow}
+		c := dateBase{date: tt.date, received: hdrNow}
 		got, ok := parseReset(tt.reset, resetAuto, &c)
 		require.True(t, ok, tt.reset)
 		require.Equal(t, tt.want, got, "%s against %s", tt.reset, tt.date)
 	}
 	// Without a Date, the receive time is the base; a zero one leaves the
 	// size rule alone.
-	c := resetClock{received: time.Unix(784111777, 0)}
+	c := dateBase{received: time.Unix(784111777, 0)}
 	got, _ := parseReset("784111837", resetAuto, &c)
 	require.Equal(t, time.Minute, got)
-	c = resetClock{}
+	c = dateBase{}
 	got, _ = parseReset("784111837", resetAuto, &c)
 	require.Equal(t, 784111837*time.Second, got)
 }
@@ -331,93 +330,6 @@ func TestParseHeadersPolicyAllocations(t *testing.T) {
 	require.LessOrEqual(t, testing.AllocsPerRun(100, func() { _ = ParseHeaders(h, 429, hdrNow) }), 1.0)
 }
 
-// FuzzStructuredFields checks the fast scanner against httpsfv: a line both
-// accept gives the same members; a line the fast scanner calls invalid,
-// httpsfv rejects too.
-func FuzzStructuredFields(f *testing.F) {
-	for _, s := range []string{
-		`"burst";q=100;w=60, "daily";q=1000;w=86400`, `"default";r=50;t=30`, `"burst"; r=2; t=2`,
-		`limit=100, remaining=50, reset=5`, `10, 10;w=1, 50;w=60`, `"a";pk=:YTRkMjY4NjgwMTdj:;qu="tokens"`,
-		`a;q=1.5;w=-3`, `*tok/en:x;name=?1`, `"x" ;q=1`, `1234567890123456`, `1.2345`, `"a\"b"`, `(1 2);q=3`,
-		`a=1;b, c=?0`, `d=@1659578233`, `e=%"x"`, `"unterminated`, `a,`, ` x`, "\tx", `x  ,  y`,
-	} {
-		f.Add(s, false)
-		f.Add(s, true)
-	}
-	f.Fuzz(func(t *testing.T, line string, dict bool) {
-		sc := sfScanner{s: line, dict: dict}
-		err := sc.validate()
-		if errors.Is(err, errSFUnsupported) {
-			return
-		}
-		var ref []sfItem
-		if dict {
-			d, derr := httpsfv.UnmarshalDictionary([]string{line})
-			if err != nil {
-				if derr == nil && d != nil && len(d.Names()) > 0 {
-					t.Fatalf("fast scanner rejects %q (%v), httpsfv accepts it", line, err)
-				}
-				return
-			}
-			if derr != nil {
-				t.Fatalf("fast scanner accepts %q, httpsfv rejects it: %v", line, derr)
-			}
-			for _, k := range d.Names() {
-				m, _ := d.Get(k)
-				if it, ok := m.(httpsfv.Item); ok {
-					item := sfItemOf(it)
-					item.key = k
-					ref = append(ref, item)
-				}
-			}
-		} else {
-			l, lerr := httpsfv.UnmarshalList([]string{line})
-			if err != nil {
-				if lerr == nil {
-					t.Fatalf("fast scanner rejects %q (%v), httpsfv accepts it", line, err)
-				}
-				return
-			}
-			if lerr != nil {
-				t.Fatalf("fast scanner accepts %q, httpsfv rejects it: %v", line, lerr)
-			}
-			for _, m := range l {
-				if it, ok := m.(httpsfv.Item); ok {
-					ref = append(ref, sfItemOf(it))
-				}
-			}
-		}
-		var got []sfItem
-		r := sfReader{lines: []string{line}, dict: dict}
-		var it sfItem
-		for r.next(&it) {
-			got = append(got, it)
-		}
-		if dict {
-			got = lastOfEachKey(got) // a dictionary keeps the last value of a repeated key
-		}
-		if !reflect.DeepEqual(ref, got) {
-			t.Fatalf("%q:\nhttpsfv %+v\nfast    %+v", line, ref, got)
-		}
-	})
-}
-
-// lastOfEachKey keeps the last value of each key at its first position, as
-// an ordered map does.
-func lastOfEachKey(items []sfItem) []sfItem {
-	var out []sfItem
-	index := map[string]int{}
-	for _, it := range items {
-		if i, ok := index[it.key]; ok {
-			out[i] = it
-			continue
-		}
-		index[it.key] = len(out)
-		out = append(out, it)
-	}
-	return out
-}
-
 // fuzzFieldNames are the header names FuzzPolicies draws from.
 var fuzzFieldNames = func() []string {
 	names := []string{
@@ -473,7 +385,7 @@ func FuzzPolicies(f *testing.F) {
 		if !equalHeaders(before, h) {
 			t.Fatal("ParseHeaders mutated the header")
 		}
-		if obs.RetryAfter < 0 || obs.RetryAfter > MaxServerWait {
+		if obs.RetryAfter < 0 || obs.RetryAfter > MaxDuration {
 			t.Fatalf("RetryAfter %v", obs.RetryAfter)
 		}
 		for _, p := range obs.Policies {
@@ -482,9 +394,9 @@ func FuzzPolicies(f *testing.F) {
 				t.Fatalf("limit %+v", p)
 			case p.Remaining < 0 || p.Remaining > maxCount || !p.HasRemaining && p.Remaining != 0:
 				t.Fatalf("remaining %+v", p)
-			case p.Reset < 0 || p.Reset > MaxServerWait || !p.HasReset && p.Reset != 0:
+			case p.Reset < 0 || p.Reset > MaxDuration || !p.HasReset && p.Reset != 0:
 				t.Fatalf("reset %+v", p)
-			case p.Window < 0 || p.Window > MaxServerWait:
+			case p.Window < 0 || p.Window > MaxDuration:
 				t.Fatalf("window %+v", p)
 			case p.Unit == "":
 				t.Fatalf("no unit %+v", p)
@@ -563,7 +475,7 @@ func TestParseHeadersBoundsPolicies(t *testing.T) {
 func TestParseClockDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"00:00:05": 5 * time.Second, "01:02:03": time.Hour + 2*time.Minute + 3*time.Second,
-		" 100:00:00.5 ": 100*time.Hour + 500*time.Millisecond, "99999999999:00:00": MaxServerWait,
+		" 100:00:00.5 ": 100*time.Hour + 500*time.Millisecond, "99999999999:00:00": MaxDuration,
 	} {
 		got, ok := parseClockDuration(in)
 		require.True(t, ok, in)
@@ -573,29 +485,6 @@ func TestParseClockDuration(t *testing.T) {
 		_, ok := parseClockDuration(in)
 		require.False(t, ok, in)
 	}
-}
-
-// TestSFReaderLongLines: a line longer than the read-ahead is validated to
-// its end before anything of it is given out, so an error after the first
-// members never yields a member twice.
-func TestSFReaderLongLines(t *testing.T) {
-	read := func(lines ...string) []string {
-		var out []string
-		r := sfReader{lines: lines}
-		var it sfItem
-		for r.next(&it) {
-			q, _ := it.param(pQ)
-			out = append(out, fmt.Sprintf("%s=%v", it.val.str, q.num))
-		}
-		return out
-	}
-	long := `a;q=1, b;q=2, c;q=3, d;q=4, e;q=5, f;q=6`
-	want := []string{"a=1", "b=2", "c=3", "d=4", "e=5", "f=6"}
-	require.Equal(t, want, read(long))
-	require.Equal(t, want, read(long+` , `+"\t"))                                  // invalid at the end: read leniently, once
-	require.Equal(t, append(want, "G=7"), read(long+`, G ;q=7`))                   // the same, with a deviation
-	require.Equal(t, append(want, want...), read(long, long))                      // two lines
-	require.Equal(t, []string{"a=1", "b=2", "x=0"}, read(`a;q=1, b;q=2`, ``, `x`)) // an empty line has no members
 }
 
 func TestSplitUnit(t *testing.T) {
@@ -619,7 +508,7 @@ func TestSplitUnit(t *testing.T) {
 		{"images", UnitRequests, 0, "images", false},
 		{"xminute", UnitRequests, 0, "xminute", false},
 		{"0", UnitRequests, 0, "0", false},
-		{"99999999999999999999-day", UnitRequests, MaxServerWait, "", true},
+		{"99999999999999999999-day", UnitRequests, MaxDuration, "", true},
 	} {
 		u, w, base, known, _ := splitUnit(tt.suffix)
 		require.Equal(t, []any{tt.unit, tt.window, tt.base, tt.known}, []any{u, w, base, known}, tt.suffix)
@@ -629,7 +518,7 @@ func TestSplitUnit(t *testing.T) {
 func TestParsePeriod(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"1": time.Second, "1.5": 1500 * time.Millisecond, "1m": time.Minute, "1h0m0s": time.Hour, "2d": 48 * time.Hour,
-		"99999999999999d": MaxServerWait,
+		"99999999999999d": MaxDuration,
 	} {
 		got, ok := parsePeriod(in)
 		require.True(t, ok, in)
@@ -764,9 +653,9 @@ func TestPolicyFieldsBeyondJSON(t *testing.T) {
 		{"azure resource", http.Header{"X-Ms-Ratelimit-Remaining-Resource": {"Microsoft.Compute/GetVM3Min;99"}},
 			[]Policy{{Name: "Microsoft.Compute/GetVM3Min", Unit: UnitRequests, Remaining: 99, HasRemaining: true, Scope: "resource", Dialect: DialectAzure}}},
 		{"ietf -06", http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"9"}, "Ratelimit-Policy": {"10;w=1"}},
-			[]Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Remaining: 9, HasRemaining: true, Window: time.Second, Dialect: DialectIETFDraft06}}},
+			[]Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Remaining: 9, HasRemaining: true, Window: time.Second, Dialect: DialectIETFDraft04}}},
 		{"ietf -03", http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"9"}},
-			[]Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Remaining: 9, HasRemaining: true, Dialect: DialectIETFDraft03}}},
+			[]Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Remaining: 9, HasRemaining: true, Dialect: DialectIETFDraft00}}},
 		{"ietf -08 partition", http.Header{"Ratelimit-Policy": {`"a";q=5;pk=:YWJj:`}, "Ratelimit": {`"a";r=4;pk=:YWJj:`}},
 			[]Policy{{Name: "a", Unit: UnitRequests, Limit: 5, HasLimit: true, Remaining: 4, HasRemaining: true, Partition: "abc", Dialect: DialectIETFDraft08}}},
 		{"kong and openai apart", http.Header{"X-Ratelimit-Limit-Minute": {"5"}, "X-Ratelimit-Limit-Tokens": {"7"}},
@@ -787,4 +676,15 @@ func TestDictionaryWithoutValues(t *testing.T) {
 	obs := ParseHeaders(http.Header{"Ratelimit-Policy": {"10;w=1"}, "Ratelimit": {"limit=x, foo=1"}}, 200, hdrNow)
 	require.Equal(t, []Policy{{Unit: UnitRequests, Limit: 10, HasLimit: true, Window: time.Second, Dialect: DialectIETFDraft07}}, obs.Policies)
 	require.Equal(t, DialectSet(0).With(DialectIETFDraft07), obs.Dialects)
+}
+
+func TestPolicyString(t *testing.T) {
+	for want, p := range map[string]Policy{
+		`"burst" 0 of 100 requests left per 1m0s, resets in 30s`: {Name: "burst", Unit: UnitRequests, Limit: 100, HasLimit: true, HasRemaining: true, Window: time.Minute, Reset: 30 * time.Second, HasReset: true},
+		`5 tokens left`:          {Unit: UnitTokens, Remaining: 5, HasRemaining: true},
+		`limit 7 requests`:       {Limit: 7, HasLimit: true},
+		`requests, resets in 0s`: {HasReset: true},
+	} {
+		require.Equal(t, want, p.String())
+	}
 }

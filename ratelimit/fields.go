@@ -1,4 +1,4 @@
-package headway
+package ratelimit
 
 import (
 	"net/http"

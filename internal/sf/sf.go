@@ -1,4 +1,4 @@
-package headway
+package sf
 
 import (
 	"encoding/base64"
@@ -27,108 +27,108 @@ import (
 // Only what rate-limit fields use is kept: a member's bare value and the
 // parameters q, qu, w, pk, r, t and name.
 
-// sfKind is the type of a structured-field value, as far as we care.
-type sfKind uint8
+// Kind is the type of a structured-field value, as far as we care.
+type Kind uint8
 
 const (
-	sfAbsent sfKind = iota
-	sfNumber        // integer or decimal
-	sfString        // string or token
-	sfBytes         // byte sequence, decoded into str
-	sfBool
+	Absent Kind = iota
+	Number      // integer or decimal
+	String      // string or token
+	Bytes       // byte sequence, decoded into str
+	Bool
 )
 
-type sfValue struct {
-	kind sfKind
-	b    bool
-	num  float64
-	str  string
+type Value struct {
+	Kind Kind
+	B    bool    // a Bool
+	Num  float64 // a Number
+	Str  string  // a String, or the decoded Bytes
 }
 
-// The parameters kept, by index in sfItem.params: the draft's q (quota), qu
+// The parameters kept, by index in Item.Params: the draft's q (quota), qu
 // (quota unit), w (window), pk (partition key), r (remaining), t (time to
 // reset), and Envoy's name.
 const (
-	pQ = iota
-	pQU
-	pW
-	pPK
-	pR
-	pT
-	pName
-	numSFParams
+	ParamQ = iota
+	ParamQU
+	ParamW
+	ParamPK
+	ParamR
+	ParamT
+	ParamName
+	numParams
 )
 
-// sfParamIndex returns the index of a kept parameter, or -1. "window" is
+// paramIndex returns the index of a kept parameter, or -1. "window" is
 // read as w: early drafts (and servers that followed them, such as WHOOP's)
 // spelled it out.
-func sfParamIndex(key string) int {
+func paramIndex(key string) int {
 	switch key {
 	case "q":
-		return pQ
+		return ParamQ
 	case "qu":
-		return pQU
+		return ParamQU
 	case "w", "window":
-		return pW
+		return ParamW
 	case "pk":
-		return pPK
+		return ParamPK
 	case "r":
-		return pR
+		return ParamR
 	case "t":
-		return pT
+		return ParamT
 	case "name":
-		return pName
+		return ParamName
 	}
 	return -1
 }
 
-// sfItem is a list member (or, for dictionaries, a member's value) with the
+// Item is a list member (or, for dictionaries, a member's value) with the
 // parameters we keep.
-type sfItem struct {
-	key    string // dictionary members only
-	val    sfValue
-	params [numSFParams]sfValue
+type Item struct {
+	Key    string // dictionary members only
+	Val    Value
+	Params [numParams]Value
 }
 
-// param returns a kept parameter, by its index (pQ, pQU, ...).
-func (it *sfItem) param(i int) (sfValue, bool) {
-	v := it.params[i]
-	return v, v.kind != sfAbsent
+// param returns a kept parameter, by its index (ParamQ, ParamQU, ...).
+func (it *Item) Param(i int) (Value, bool) {
+	v := it.Params[i]
+	return v, v.Kind != Absent
 }
 
-func (it *sfItem) setParam(key string, v sfValue) {
-	if i := sfParamIndex(key); i >= 0 {
-		it.params[i] = v // a repeated key overwrites, as RFC 9651 says
+func (it *Item) setParam(key string, v Value) {
+	if i := paramIndex(key); i >= 0 {
+		it.Params[i] = v // a repeated key overwrites, as RFC 9651 says
 	}
 }
 
-// sfReader reads the members of a List or Dictionary field, one field line
+// Reader reads the members of a List or Dictionary field, one field line
 // at a time so that a malformed line does not hide the others:
 //
-//	r := sfReader{lines: h["Ratelimit"]}
-//	var it sfItem
-//	for r.next(&it) { ... }
+//	r := Reader{Lines: h["Ratelimit"]}
+//	var it Item
+//	for r.Next(&it) { ... }
 //
 // The item is the caller's, so that the common case allocates nothing.
-type sfReader struct {
-	lines  []string
-	dict   bool // Dictionary members: item.key is set
-	buf    [sfReadAhead]sfItem
-	nbuf   int       // members of the current line read ahead into buf
-	ibuf   int       // the next of them to give out
-	sc     sfScanner // reads the rest of a long line, once validated
-	strict bool      // sc is reading a line it validated
-	more   bool      // sc has another member
-	fb     []sfItem  // the current line as httpsfv or the lenient scanner read it
+type Reader struct {
+	Lines  []string
+	Dict   bool // Dictionary members: item.Key is set
+	buf    [readAhead]Item
+	nbuf   int     // members of the current line read ahead into buf
+	ibuf   int     // the next of them to give out
+	sc     scanner // reads the rest of a long line, once validated
+	strict bool    // sc is reading a line it validated
+	more   bool    // sc has another member
+	fb     []Item  // the current line as httpsfv or the lenient scanner read it
 }
 
-// sfReadAhead is how many members of a line are read before any is given
+// readAhead is how many members of a line are read before any is given
 // out: a line of at most that many members is scanned once; a longer one is
 // validated to its end before the rest is read.
-const sfReadAhead = 4
+const readAhead = 4
 
 // next reads the next member into it; false at the end.
-func (r *sfReader) next(it *sfItem) bool {
+func (r *Reader) Next(it *Item) bool {
 	for {
 		if r.ibuf < r.nbuf {
 			*it = r.buf[r.ibuf]
@@ -145,28 +145,28 @@ func (r *sfReader) next(it *sfItem) bool {
 			*it, r.fb = r.fb[0], r.fb[1:]
 			return true
 		}
-		if len(r.lines) == 0 {
+		if len(r.Lines) == 0 {
 			return false
 		}
-		line := r.lines[0]
-		r.lines = r.lines[1:]
+		line := r.Lines[0]
+		r.Lines = r.Lines[1:]
 		switch err := r.readAhead(line); {
 		case err == nil:
-		case errors.Is(err, errSFUnsupported):
-			if r.fb = httpsfvItems(line, r.dict); r.fb == nil {
-				r.fb = lenientItems(line, r.dict)
+		case errors.Is(err, errUnsupported):
+			if r.fb = httpsfvItems(line, r.Dict); r.fb == nil {
+				r.fb = lenientItems(line, r.Dict)
 			}
 		default:
-			r.fb = lenientItems(line, r.dict)
+			r.fb = lenientItems(line, r.Dict)
 		}
 	}
 }
 
 // readAhead scans the first members of a line into buf and, if there are
 // more, validates the rest so that nothing of an invalid line is given out.
-func (r *sfReader) readAhead(line string) error {
+func (r *Reader) readAhead(line string) error {
 	r.nbuf, r.ibuf = 0, 0
-	sc := sfScanner{s: line, dict: r.dict}
+	sc := scanner{s: line, dict: r.Dict}
 	sc.skipSP()
 	more := sc.i < len(line)
 	n := 0
@@ -192,19 +192,19 @@ func (r *sfReader) readAhead(line string) error {
 }
 
 var (
-	errSFUnsupported = errors.New("structured field uses syntax the fast scanner leaves to httpsfv")
-	errSFInvalid     = errors.New("invalid structured field")
+	errUnsupported = errors.New("structured field uses syntax the fast scanner leaves to httpsfv")
+	errInvalid     = errors.New("invalid structured field")
 )
 
-// sfScanner is the strict scanner of step 1.
-type sfScanner struct {
+// scanner is the strict scanner of step 1.
+type scanner struct {
 	s    string
 	i    int
 	dict bool
 }
 
 // validate reads the whole line and reports whether it is valid.
-func (p *sfScanner) validate() error {
+func (p *scanner) validate() error {
 	p.skipSP()
 	if p.i == len(p.s) {
 		return nil // an empty field line: no members
@@ -213,9 +213,9 @@ func (p *sfScanner) validate() error {
 }
 
 // validateMembers reads members to the end of the line.
-func (p *sfScanner) validateMembers() error {
+func (p *scanner) validateMembers() error {
 	for {
-		var it sfItem
+		var it Item
 		if err := p.member(&it); err != nil {
 			return err
 		}
@@ -227,25 +227,25 @@ func (p *sfScanner) validateMembers() error {
 }
 
 // member reads one member and its parameters.
-func (p *sfScanner) member(it *sfItem) error {
-	*it = sfItem{}
+func (p *scanner) member(it *Item) error {
+	*it = Item{}
 	if p.dict {
 		key, err := p.key()
 		if err != nil {
 			return err
 		}
-		it.key = key
+		it.Key = key
 		if p.i == len(p.s) || p.s[p.i] != '=' {
-			it.val = sfValue{kind: sfBool, b: true}
+			it.Val = Value{Kind: Bool, B: true}
 			return p.params(it)
 		}
 		p.i++
 	}
 	if p.i < len(p.s) && p.s[p.i] == '(' {
-		return errSFUnsupported // an inner list
+		return errUnsupported // an inner list
 	}
 	var err error
-	if it.val, err = p.bare(); err != nil {
+	if it.Val, err = p.bare(); err != nil {
 		return err
 	}
 	return p.params(it)
@@ -253,35 +253,35 @@ func (p *sfScanner) member(it *sfItem) error {
 
 // afterMember reads the separator after a member: more is false at the end
 // of the line.
-func (p *sfScanner) afterMember() (more bool, err error) {
+func (p *scanner) afterMember() (more bool, err error) {
 	p.skipOWS()
 	if p.i == len(p.s) {
 		return false, nil
 	}
 	if p.s[p.i] != ',' {
-		return false, errSFInvalid
+		return false, errInvalid
 	}
 	p.i++
 	p.skipOWS()
 	if p.i == len(p.s) {
-		return false, errSFInvalid // a trailing comma
+		return false, errInvalid // a trailing comma
 	}
 	return true, nil
 }
 
-func (p *sfScanner) skipSP() {
+func (p *scanner) skipSP() {
 	for p.i < len(p.s) && p.s[p.i] == ' ' {
 		p.i++
 	}
 }
 
-func (p *sfScanner) skipOWS() {
+func (p *scanner) skipOWS() {
 	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
 		p.i++
 	}
 }
 
-func (p *sfScanner) params(it *sfItem) error {
+func (p *scanner) params(it *Item) error {
 	for p.i < len(p.s) && p.s[p.i] == ';' {
 		p.i++
 		p.skipSP()
@@ -289,7 +289,7 @@ func (p *sfScanner) params(it *sfItem) error {
 		if err != nil {
 			return err
 		}
-		v := sfValue{kind: sfBool, b: true}
+		v := Value{Kind: Bool, B: true}
 		if p.i < len(p.s) && p.s[p.i] == '=' {
 			p.i++
 			if v, err = p.bare(); err != nil {
@@ -301,10 +301,10 @@ func (p *sfScanner) params(it *sfItem) error {
 	return nil
 }
 
-func (p *sfScanner) key() (string, error) {
+func (p *scanner) key() (string, error) {
 	start := p.i
 	if p.i == len(p.s) || !(p.s[p.i] >= 'a' && p.s[p.i] <= 'z' || p.s[p.i] == '*') {
-		return "", errSFInvalid
+		return "", errInvalid
 	}
 	for p.i < len(p.s) {
 		c := p.s[p.i]
@@ -318,9 +318,9 @@ func (p *sfScanner) key() (string, error) {
 }
 
 // bare reads a bare item.
-func (p *sfScanner) bare() (sfValue, error) {
+func (p *scanner) bare() (Value, error) {
 	if p.i == len(p.s) {
-		return sfValue{}, errSFInvalid
+		return Value{}, errInvalid
 	}
 	switch c := p.s[p.i]; {
 	case c == '-' || c >= '0' && c <= '9':
@@ -333,35 +333,35 @@ func (p *sfScanner) bare() (sfValue, error) {
 		for p.i < len(p.s) && isTokenChar(p.s[p.i]) {
 			p.i++
 		}
-		return sfValue{kind: sfString, str: p.s[start:p.i]}, nil
+		return Value{Kind: String, Str: p.s[start:p.i]}, nil
 	case c == ':':
 		end := strings.IndexByte(p.s[p.i+1:], ':')
 		if end < 0 {
-			return sfValue{}, errSFInvalid
+			return Value{}, errInvalid
 		}
 		enc := p.s[p.i+1 : p.i+1+end]
 		p.i += end + 2
 		for j := 0; j < len(enc); j++ {
 			if c := enc[j]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=') {
-				return sfValue{}, errSFInvalid
+				return Value{}, errInvalid
 			}
 		}
 		b, err := base64.StdEncoding.DecodeString(enc)
 		if err != nil {
 			// httpsfv accepts some padding variants; leave those to it.
-			return sfValue{}, errSFUnsupported
+			return Value{}, errUnsupported
 		}
-		return sfValue{kind: sfBytes, str: string(b)}, nil
+		return Value{Kind: Bytes, Str: string(b)}, nil
 	case c == '?':
 		if p.i+1 < len(p.s) && (p.s[p.i+1] == '0' || p.s[p.i+1] == '1') {
 			p.i += 2
-			return sfValue{kind: sfBool, b: p.s[p.i-1] == '1'}, nil
+			return Value{Kind: Bool, B: p.s[p.i-1] == '1'}, nil
 		}
-		return sfValue{}, errSFInvalid
+		return Value{}, errInvalid
 	case c == '@' || c == '%':
-		return sfValue{}, errSFUnsupported // dates and display strings
+		return Value{}, errUnsupported // dates and display strings
 	}
-	return sfValue{}, errSFInvalid
+	return Value{}, errInvalid
 }
 
 // isTokenChar reports whether c may follow the first character of a token:
@@ -376,7 +376,7 @@ func isTokenChar(c byte) bool {
 
 // number reads an integer (at most 15 digits) or a decimal (at most 12
 // digits, a dot, 1 to 3 digits), as RFC 9651 section 4.2.4 says.
-func (p *sfScanner) number() (sfValue, error) {
+func (p *scanner) number() (Value, error) {
 	start := p.i
 	if p.s[p.i] == '-' {
 		p.i++
@@ -391,7 +391,7 @@ func (p *sfScanner) number() (sfValue, error) {
 		}
 		if c == '.' && dot < 0 && digits > 0 {
 			if digits > 12 {
-				return sfValue{}, errSFInvalid
+				return Value{}, errInvalid
 			}
 			dot = digits
 			p.i++
@@ -401,11 +401,11 @@ func (p *sfScanner) number() (sfValue, error) {
 	}
 	switch {
 	case digits == 0:
-		return sfValue{}, errSFInvalid
+		return Value{}, errInvalid
 	case dot < 0 && digits > 15:
-		return sfValue{}, errSFInvalid
+		return Value{}, errInvalid
 	case dot >= 0 && (digits == dot || digits-dot > 3):
-		return sfValue{}, errSFInvalid
+		return Value{}, errInvalid
 	}
 	if dot < 0 { // an integer of at most 15 digits: exact in a float64
 		n := int64(0)
@@ -417,38 +417,38 @@ func (p *sfScanner) number() (sfValue, error) {
 		if p.s[start] == '-' {
 			n = -n
 		}
-		return sfValue{kind: sfNumber, num: float64(n)}, nil
+		return Value{Kind: Number, Num: float64(n)}, nil
 	}
 	f, err := strconv.ParseFloat(p.s[start:p.i], 64)
 	if err != nil {
-		return sfValue{}, errSFInvalid
+		return Value{}, errInvalid
 	}
-	return sfValue{kind: sfNumber, num: f}, nil
+	return Value{Kind: Number, Num: f}, nil
 }
 
 // str reads a quoted string without escapes; one with escapes is left to
 // httpsfv, which unescapes it.
-func (p *sfScanner) str() (sfValue, error) {
+func (p *scanner) str() (Value, error) {
 	p.i++ // the opening quote
 	start := p.i
 	for p.i < len(p.s) {
 		switch c := p.s[p.i]; {
 		case c == '"':
 			p.i++
-			return sfValue{kind: sfString, str: p.s[start : p.i-1]}, nil
+			return Value{Kind: String, Str: p.s[start : p.i-1]}, nil
 		case c == '\\':
-			return sfValue{}, errSFUnsupported
+			return Value{}, errUnsupported
 		case c < 0x20 || c > 0x7e:
-			return sfValue{}, errSFInvalid
+			return Value{}, errInvalid
 		}
 		p.i++
 	}
-	return sfValue{}, errSFInvalid // no closing quote
+	return Value{}, errInvalid // no closing quote
 }
 
 // httpsfvItems reads a line with httpsfv (step 2); nil if it rejects it.
-func httpsfvItems(line string, dict bool) []sfItem {
-	out := []sfItem{}
+func httpsfvItems(line string, dict bool) []Item {
+	out := []Item{}
 	if dict {
 		d, err := httpsfv.UnmarshalDictionary([]string{line})
 		if err != nil {
@@ -457,8 +457,8 @@ func httpsfvItems(line string, dict bool) []sfItem {
 		for _, k := range d.Names() {
 			m, _ := d.Get(k)
 			if it, ok := m.(httpsfv.Item); ok {
-				item := sfItemOf(it)
-				item.key = k
+				item := itemOf(it)
+				item.Key = k
 				out = append(out, item)
 			}
 		}
@@ -470,60 +470,60 @@ func httpsfvItems(line string, dict bool) []sfItem {
 	}
 	for _, m := range l {
 		if it, ok := m.(httpsfv.Item); ok { // inner lists: no rate-limit field uses one
-			out = append(out, sfItemOf(it))
+			out = append(out, itemOf(it))
 		}
 	}
 	return out
 }
 
-func sfItemOf(it httpsfv.Item) sfItem {
-	item := sfItem{val: sfValueOf(it.Value)}
+func itemOf(it httpsfv.Item) Item {
+	item := Item{Val: valueOf(it.Value)}
 	if it.Params != nil {
 		for _, k := range it.Params.Names() {
 			v, _ := it.Params.Get(k)
-			item.setParam(k, sfValueOf(v))
+			item.setParam(k, valueOf(v))
 		}
 	}
 	return item
 }
 
-func sfValueOf(v any) sfValue {
+func valueOf(v any) Value {
 	switch v := v.(type) {
 	case int64:
-		return sfValue{kind: sfNumber, num: float64(v)}
+		return Value{Kind: Number, Num: float64(v)}
 	case float64:
-		return sfValue{kind: sfNumber, num: v}
+		return Value{Kind: Number, Num: v}
 	case string:
-		return sfValue{kind: sfString, str: v}
+		return Value{Kind: String, Str: v}
 	case httpsfv.Token:
-		return sfValue{kind: sfString, str: string(v)}
+		return Value{Kind: String, Str: string(v)}
 	case []byte:
-		return sfValue{kind: sfBytes, str: string(v)}
+		return Value{Kind: Bytes, Str: string(v)}
 	case bool:
-		return sfValue{kind: sfBool, b: v}
+		return Value{Kind: Bool, B: v}
 	}
-	return sfValue{} // dates and display strings: not used by rate-limit fields
+	return Value{} // dates and display strings: not used by rate-limit fields
 }
 
 // lenientItems reads a line the way deployed servers write it, even when
 // that is not RFC 9651 (step 3).
-func lenientItems(line string, dict bool) []sfItem {
-	var out []sfItem
+func lenientItems(line string, dict bool) []Item {
+	var out []Item
 	for _, member := range splitUnquoted(line, ',') {
 		parts := splitUnquoted(member, ';')
-		var item sfItem
+		var item Item
 		if dict {
 			k, v, ok := strings.Cut(parts[0], "=")
-			item.key = strings.ToLower(strings.TrimSpace(k))
-			if item.key == "" {
+			item.Key = strings.ToLower(strings.TrimSpace(k))
+			if item.Key == "" {
 				continue
 			}
-			item.val = sfValue{kind: sfBool, b: true}
+			item.Val = Value{Kind: Bool, B: true}
 			if ok {
-				item.val = lenientValue(v)
+				item.Val = lenientValue(v)
 			}
 		} else {
-			item.val = lenientValue(parts[0])
+			item.Val = lenientValue(parts[0])
 		}
 		params := 0
 		for _, p := range parts[1:] {
@@ -535,17 +535,17 @@ func lenientItems(line string, dict bool) []sfItem {
 			if !hasValue && k[0] == '"' && !dict {
 				// A second quoted string: Hugging Face writes the policy's
 				// type, then its name ("fixed window";"api";q=500).
-				item.val = lenientValue(p)
+				item.Val = lenientValue(p)
 				continue
 			}
 			params++
-			val := sfValue{kind: sfBool, b: true}
+			val := Value{Kind: Bool, B: true}
 			if hasValue {
 				val = lenientValue(v)
 			}
 			item.setParam(k, val)
 		}
-		if !dict && item.val.kind == sfAbsent && params == 0 {
+		if !dict && item.Val.Kind == Absent && params == 0 {
 			continue // an empty member, as a trailing comma leaves
 		}
 		out = append(out, item)
@@ -573,40 +573,40 @@ func splitUnquoted(s string, sep byte) []string {
 
 // lenientValue reads a bare value: a quoted string, a byte sequence, a
 // boolean, a number or a token; anything else is absent.
-func lenientValue(s string) sfValue {
+func lenientValue(s string) Value {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
-		return sfValue{}
+		return Value{}
 	case s[0] == '"':
 		end := strings.LastIndexByte(s, '"')
 		if end <= 0 {
-			return sfValue{kind: sfString, str: s[1:]}
+			return Value{Kind: String, Str: s[1:]}
 		}
-		return sfValue{kind: sfString, str: strings.ReplaceAll(s[1:end], `\"`, `"`)}
+		return Value{Kind: String, Str: strings.ReplaceAll(s[1:end], `\"`, `"`)}
 	case s[0] == ':' && len(s) > 1 && s[len(s)-1] == ':':
 		b, err := base64.StdEncoding.DecodeString(s[1 : len(s)-1])
 		if err != nil {
-			return sfValue{}
+			return Value{}
 		}
-		return sfValue{kind: sfBytes, str: string(b)}
+		return Value{Kind: Bytes, Str: string(b)}
 	case s == "?1":
-		return sfValue{kind: sfBool, b: true}
+		return Value{Kind: Bool, B: true}
 	case s == "?0":
-		return sfValue{kind: sfBool}
+		return Value{Kind: Bool}
 	case s[0] == '-' || s[0] >= '0' && s[0] <= '9':
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return sfValue{}
+			return Value{}
 		}
-		return sfValue{kind: sfNumber, num: f}
+		return Value{Kind: Number, Num: f}
 	case s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '*':
 		for i := 1; i < len(s); i++ {
 			if !isTokenChar(s[i]) {
-				return sfValue{}
+				return Value{}
 			}
 		}
-		return sfValue{kind: sfString, str: s}
+		return Value{Kind: String, Str: s}
 	}
-	return sfValue{}
+	return Value{}
 }

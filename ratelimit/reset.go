@@ -1,4 +1,4 @@
-package headway
+package ratelimit
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 // This file turns the numbers and times that rate-limit headers carry into
 // counts and durations: every function here is total (no panics), never
 // returns a negative count or duration, and clamps durations to
-// MaxServerWait.
+// MaxDuration.
 
 // The rule for a reset number whose dialect does not say what it means
 // ("X-RateLimit-Reset: 1740000000" or "... 30"):
@@ -37,17 +37,17 @@ const (
 	resetEpoch                    // Unix seconds, fractional allowed
 )
 
-// resetClock measures absolute reset times. base is the response's Date
+// dateBase is what absolute reset times are measured against. base is the response's Date
 // when it has a valid one, else the time the response was received; it is
 // computed on first use, because most responses need no absolute time.
-type resetClock struct {
+type dateBase struct {
 	date     string // the Date field, "" if absent
 	received time.Time
 	base     time.Time
 	done     bool
 }
 
-func (c *resetClock) now() time.Time {
+func (c *dateBase) now() time.Time {
 	if !c.done {
 		c.done = true
 		c.base = c.received
@@ -62,8 +62,8 @@ func (c *resetClock) now() time.Time {
 
 // parseReset reads a reset value in the given format. ok is false when the
 // value is malformed; the result is never negative (a reset in the past is 0)
-// and never beyond MaxServerWait.
-func parseReset(v string, f resetFormat, c *resetClock) (time.Duration, bool) {
+// and never beyond MaxDuration.
+func parseReset(v string, f resetFormat, c *dateBase) (time.Duration, bool) {
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false
@@ -100,7 +100,7 @@ func parseReset(v string, f resetFormat, c *resetClock) (time.Duration, bool) {
 }
 
 // parseAutoNumber applies the epoch-or-delta rule to a decimal number.
-func parseAutoNumber(v string, c *resetClock) (time.Duration, bool) {
+func parseAutoNumber(v string, c *dateBase) (time.Duration, bool) {
 	var whole int64 // the integer part, saturating far above any threshold
 	for i := 0; i < len(v) && v[i] != '.'; i++ {
 		if whole < 1e17 {
@@ -151,7 +151,7 @@ func isDecimal(v string) bool {
 }
 
 // maxUnixSeconds bounds the Unix times that are parsed exactly; later times
-// are all further ahead than MaxServerWait of any plausible now, and are
+// are all further ahead than MaxDuration of any plausible now, and are
 // clamped to it.
 const maxUnixSeconds = 1 << 40 // the year 36812
 
@@ -211,7 +211,7 @@ func parseDecimalUnits(v string, unit time.Duration, maxUnits int64) (decimalUni
 
 // parseGoDuration reads a Go-style duration ("1s", "6m0s", "20ms",
 // "2m59.56s") as OpenAI and its imitators send; signs are rejected and
-// overflowing values clamp to MaxServerWait.
+// overflowing values clamp to MaxDuration.
 func parseGoDuration(v string) (time.Duration, bool) {
 	if v == "" || v[0] < '0' || v[0] > '9' {
 		return 0, false
@@ -221,11 +221,11 @@ func parseGoDuration(v string) (time.Duration, bool) {
 		// time.ParseDuration fails on overflow too; tell that apart from
 		// garbage by checking the syntax with a tiny value of each unit.
 		if isGoDurationSyntax(v) {
-			return MaxServerWait, true
+			return MaxDuration, true
 		}
 		return 0, false
 	}
-	return min(max(d, 0), MaxServerWait), true
+	return min(max(d, 0), MaxDuration), true
 }
 
 // isGoDurationSyntax reports whether v is a sequence of decimal numbers each
@@ -309,14 +309,14 @@ func countFromFloat(f float64) (int64, bool) {
 }
 
 // secondsFromFloat converts a structured-field number of seconds to a
-// duration, clamped to MaxServerWait (+Inf included); ok is false for a
+// duration, clamped to MaxDuration (+Inf included); ok is false for a
 // negative value or NaN.
 func secondsFromFloat(f float64) (time.Duration, bool) {
 	if math.IsNaN(f) || f < 0 {
 		return 0, false
 	}
-	if f >= float64(MaxServerWait/time.Second) {
-		return MaxServerWait, true
+	if f >= float64(MaxDuration/time.Second) {
+		return MaxDuration, true
 	}
 	return time.Duration(math.Ceil(f * float64(time.Second))), true
 }
@@ -343,10 +343,10 @@ func parseClockDuration(v string) (time.Duration, bool) {
 	if !ok || secs >= time.Minute {
 		return 0, false
 	}
-	if hours > int64(MaxServerWait/time.Hour) {
-		return MaxServerWait, true
+	if hours > int64(MaxDuration/time.Hour) {
+		return MaxDuration, true
 	}
-	return min(time.Duration(hours)*time.Hour+time.Duration(mins)*time.Minute+secs, MaxServerWait), true
+	return min(time.Duration(hours)*time.Hour+time.Duration(mins)*time.Minute+secs, MaxDuration), true
 }
 
 // trimOWS trims the optional white space (spaces and tabs) around a field
@@ -370,7 +370,7 @@ func parsePeriod(v string) (time.Duration, bool) {
 	}
 	if n := len(v) - 1; n > 0 && (v[n] == 'd' || v[n] == 'D') && isDigits(v[:n]) {
 		days, _ := parseCount(v[:n])
-		return seconds(min(days, int64(MaxServerWait/(24*time.Hour))) * 86400), true
+		return seconds(min(days, int64(MaxDuration/(24*time.Hour))) * 86400), true
 	}
 	return parseGoDuration(v)
 }
@@ -387,8 +387,8 @@ func isDigits(s string) bool {
 
 // seconds converts a count of seconds to a duration, clamped.
 func seconds(n int64) time.Duration {
-	if n > int64(MaxServerWait/time.Second) {
-		return MaxServerWait
+	if n > int64(MaxDuration/time.Second) {
+		return MaxDuration
 	}
 	return time.Duration(n) * time.Second
 }

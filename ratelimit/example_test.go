@@ -1,11 +1,11 @@
-package headway_test
+package ratelimit_test
 
 import (
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/ratelimit"
 )
 
 func ExampleParseHeaders() {
@@ -18,16 +18,16 @@ func ExampleParseHeaders() {
 	h.Set("X-Should-Retry", "true")
 	received := time.Date(2026, time.November, 25, 22, 0, 0, 0, time.UTC)
 
-	obs := headway.ParseHeaders(h, http.StatusTooManyRequests, received)
+	obs := ratelimit.ParseHeaders(h, http.StatusTooManyRequests, received)
 	fmt.Println(obs.Status, obs.HasRetryAfter, obs.RetryAfter, obs.RetryAfterHeader, obs.ShouldRetry)
 
 	// The millisecond variants are more precise and win over Retry-After.
 	h.Set("Retry-After-Ms", "1500")
-	obs = headway.ParseHeaders(h, http.StatusTooManyRequests, received)
+	obs = ratelimit.ParseHeaders(h, http.StatusTooManyRequests, received)
 	fmt.Println(obs.RetryAfter, obs.RetryAfterHeader)
 
 	// A response without rate-limit headers says nothing.
-	obs = headway.ParseHeaders(http.Header{"Content-Type": {"text/plain"}}, http.StatusOK, received)
+	obs = ratelimit.ParseHeaders(http.Header{"Content-Type": {"text/plain"}}, http.StatusOK, received)
 	fmt.Println(obs.HasRetryAfter, obs.RetryAfter, obs.ShouldRetry)
 	// Output:
 	// 429 true 2m0s Retry-After retry
@@ -48,7 +48,7 @@ func ExampleParseRetryAfter() {
 		"99999999999",                       // absurd: clamped
 		"-1",                                // invalid
 	} {
-		d, ok := headway.ParseRetryAfter(v, now)
+		d, ok := ratelimit.ParseRetryAfter(v, now)
 		fmt.Printf("%-35q %v %v\n", v, d, ok)
 	}
 	// Output:
@@ -76,7 +76,7 @@ func ExampleParseHeaders_policies() {
 		"X-Ratelimit-Reset":     {"1235901630"}, // Unix time: Date + 30 s
 		"Retry-After":           {"30"},
 	}
-	obs := headway.ParseHeaders(h, http.StatusTooManyRequests, time.Now())
+	obs := ratelimit.ParseHeaders(h, http.StatusTooManyRequests, time.Now())
 	fmt.Println(obs.Dialects, obs.RetryAfter)
 	for _, p := range obs.Policies { // X-RateLimit-* repeats "burst": listed once
 		fmt.Println(p, p.Exhausted())
@@ -109,7 +109,7 @@ func ExampleParseHeaders_vendors() {
 			"X-Shopify-Shop-Api-Call-Limit": {"39/40"},
 		},
 	} {
-		obs := headway.ParseHeaders(h, http.StatusOK, received)
+		obs := ratelimit.ParseHeaders(h, http.StatusOK, received)
 		fmt.Println(obs.Dialects, obs.Policies)
 	}
 	// Output:

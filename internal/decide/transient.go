@@ -1,4 +1,4 @@
-package headway
+package decide
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"syscall"
 )
 
-// isTransient reports whether a transport error is worth another attempt:
+// IsTransient reports whether a transport error is worth another attempt:
 // the connection was refused, reset or cut short, or a network step timed
 // out. It is an allow-list: anything unrecognised (an invalid URL or scheme,
 // a TLS certificate that does not verify, a malformed request) is final.
 // The caller's own context being done is handled before this is consulted.
-func isTransient(err error) bool {
+func IsTransient(err error) bool {
 	// A cancellation is final. A deadline is not, here: the caller's own
 	// context is checked before this, so a DeadlineExceeded that reaches
 	// it is a transport's timeout (ResponseHeaderTimeout, ...).
@@ -61,6 +61,26 @@ var transientMessages = [...]string{
 	"http2: client connection lost",
 	"connection reset by peer",
 	"broken pipe",
+	// A connection closed in the middle of a status or header line reads as
+	// a malformed one; a clean close at the same point is an EOF, retried
+	// above. A response that is not HTTP at all ("malformed HTTP
+	// response") is not retried.
+	"malformed HTTP status code",
+	"malformed MIME header",
+	// HTTP/2 streams reset by the server: the fault HTTP/1.1 reports as a
+	// closed connection. REFUSED_STREAM also means "not processed" (see
+	// Unprocessed).
+	"; INTERNAL_ERROR",
+	"; REFUSED_STREAM",
+	"; CANCEL",
+}
+
+// Unprocessed reports whether err shows that the server did not process
+// the request, so that it may be sent again whatever its method: the
+// connection was refused, or an HTTP/2 server refused the stream (RFC 9113,
+// section 8.7: REFUSED_STREAM means no processing happened).
+func Unprocessed(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "; REFUSED_STREAM")
 }
 
 // isCertificateError reports whether err is a TLS verification failure,

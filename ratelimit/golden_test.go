@@ -1,4 +1,4 @@
-package headway_test
+package ratelimit_test
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/headway-go/headway"
 	"github.com/headway-go/headway/internal/explain"
+	"github.com/headway-go/headway/ratelimit"
 )
 
 // goldenReceived stands for the receive time of golden heads that have no
@@ -161,7 +161,7 @@ func TestDialectsGoldenCoverage(t *testing.T) {
 // allDialects lists the names of every Dialect constant.
 func allDialects() []string {
 	var out []string
-	for d := headway.Dialect(1); d.String() != "unknown"; d++ {
+	for d := ratelimit.Dialect(1); d.String() != "unknown"; d++ {
 		out = append(out, d.String())
 	}
 	return out

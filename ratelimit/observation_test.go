@@ -1,4 +1,4 @@
-package headway
+package ratelimit
 
 import (
 	"math/big"
@@ -47,17 +47,17 @@ func TestParseRetryAfterDelaySeconds(t *testing.T) {
 		{"0.0000000000000000001", time.Nanosecond},
 		{"0.1234567891", 123456790 * time.Nanosecond},
 		{"1.0000000000000000000", time.Second},
-		// Huge values clamp to MaxServerWait instead of overflowing.
-		{"3153599999", MaxServerWait - time.Second},
-		{"3153599999.999999999", MaxServerWait - time.Nanosecond},
-		{"3153599999.9999999991", MaxServerWait},
-		{"3153600000", MaxServerWait},
-		{"3153600001", MaxServerWait},
-		{"9223372036", MaxServerWait},
-		{"9223372037", MaxServerWait},
-		{"99999999999", MaxServerWait},
-		{"999999999999999999999999999", MaxServerWait},
-		{"99999999999999999999999999999999999999999999999999.5", MaxServerWait},
+		// Huge values clamp to MaxDuration instead of overflowing.
+		{"3153599999", MaxDuration - time.Second},
+		{"3153599999.999999999", MaxDuration - time.Nanosecond},
+		{"3153599999.9999999991", MaxDuration},
+		{"3153600000", MaxDuration},
+		{"3153600001", MaxDuration},
+		{"9223372036", MaxDuration},
+		{"9223372037", MaxDuration},
+		{"99999999999", MaxDuration},
+		{"999999999999999999999999999", MaxDuration},
+		{"99999999999999999999999999999999999999999999999999.5", MaxDuration},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -142,9 +142,9 @@ func TestParseRetryAfterHTTPDate(t *testing.T) {
 		{"asctime past", "Wed Nov 25 20:00:00 2026", hdrNow, 0},
 		{"RFC 9110 example", "Sun, 06 Nov 1994 08:49:37 GMT", hdrNow, 0},
 		{"year zero", "Sat, 01 Jan 0000 00:00:00 GMT", hdrNow, 0},
-		{"500 years ahead", "Wed, 25 Nov 2526 21:32:42 GMT", hdrNow, MaxServerWait},
-		{"year 9999", "Fri, 31 Dec 9999 23:59:59 GMT", hdrNow, MaxServerWait},
-		{"year 9999 from year 1", "Fri, 31 Dec 9999 23:59:59 GMT", time.Time{}, MaxServerWait},
+		{"500 years ahead", "Wed, 25 Nov 2526 21:32:42 GMT", hdrNow, MaxDuration},
+		{"year 9999", "Fri, 31 Dec 9999 23:59:59 GMT", hdrNow, MaxDuration},
+		{"year 9999 from year 1", "Fri, 31 Dec 9999 23:59:59 GMT", time.Time{}, MaxDuration},
 		{"now is not UTC", "Wed, 25 Nov 2026 21:32:42 GMT", hdrNow.In(time.FixedZone("X", -5*3600)), want},
 	}
 	for _, tt := range tests {
@@ -199,10 +199,10 @@ func TestUntilClamped(t *testing.T) {
 		{"past", hdrNow, hdrNow.Add(-time.Nanosecond), 0},
 		{"far past", hdrNow, time.Time{}, 0},
 		{"one ns", hdrNow, hdrNow.Add(time.Nanosecond), time.Nanosecond},
-		{"just below cap", hdrNow, hdrNow.Add(MaxServerWait - time.Nanosecond), MaxServerWait - time.Nanosecond},
-		{"at cap", hdrNow, hdrNow.Add(MaxServerWait), MaxServerWait},
-		{"just above cap", hdrNow, hdrNow.Add(MaxServerWait + time.Nanosecond), MaxServerWait},
-		{"beyond int64 nanoseconds", time.Time{}, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), MaxServerWait},
+		{"just below cap", hdrNow, hdrNow.Add(MaxDuration - time.Nanosecond), MaxDuration - time.Nanosecond},
+		{"at cap", hdrNow, hdrNow.Add(MaxDuration), MaxDuration},
+		{"just above cap", hdrNow, hdrNow.Add(MaxDuration + time.Nanosecond), MaxDuration},
+		{"beyond int64 nanoseconds", time.Time{}, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), MaxDuration},
 		{"locations differ", hdrNow.In(time.FixedZone("X", 3600)), hdrNow.Add(time.Minute), time.Minute},
 	}
 	for _, tt := range tests {
@@ -224,9 +224,9 @@ func TestParseDecimalDurationMilliseconds(t *testing.T) {
 		{"0.3", 300 * time.Microsecond, true},
 		{"20.000001", 20*time.Millisecond + time.Nanosecond, true},
 		{"0.0000001", time.Nanosecond, true}, // 0.1 ns rounds up
-		{"3153600000000", MaxServerWait, true},
-		{"3153599999999", MaxServerWait - time.Millisecond, true},
-		{"18446744073709551616", MaxServerWait, true},
+		{"3153600000000", MaxDuration, true},
+		{"3153599999999", MaxDuration - time.Millisecond, true},
+		{"18446744073709551616", MaxDuration, true},
 		{"-1", 0, false},
 		{"1.5ms", 0, false},
 		{"", 0, false},
@@ -262,7 +262,7 @@ func TestParseHeadersRetryAfter(t *testing.T) {
 		{"delay-seconds", mkHeader("Retry-After", "2"), hdrNow, 2 * time.Second, "Retry-After"},
 		{"delay-seconds zero", mkHeader("Retry-After", "0"), hdrNow, 0, "Retry-After"},
 		{"fractional", mkHeader("Retry-After", "2.0"), hdrNow, 2 * time.Second, "Retry-After"},
-		{"huge", mkHeader("Retry-After", "99999999999"), hdrNow, MaxServerWait, "Retry-After"},
+		{"huge", mkHeader("Retry-After", "99999999999"), hdrNow, MaxDuration, "Retry-After"},
 		{"lower-case name via Set", mkHeader("retry-after", "3"), hdrNow, 3 * time.Second, "Retry-After"},
 
 		// Date form, measured against the Date header: a client clock that is
@@ -289,7 +289,7 @@ func TestParseHeadersRetryAfter(t *testing.T) {
 		{"retry-after-ms lower-case via Set", mkHeader("retry-after-ms", "250", "retry-after", "30"), hdrNow, 250 * time.Millisecond, "Retry-After-Ms"},
 		{"retry-after-ms fractional", mkHeader("Retry-After-Ms", "0.5"), hdrNow, 500 * time.Microsecond, "Retry-After-Ms"},
 		{"retry-after-ms zero", mkHeader("Retry-After-Ms", "0", "Retry-After", "30"), hdrNow, 0, "Retry-After-Ms"},
-		{"retry-after-ms huge", mkHeader("Retry-After-Ms", "99999999999999999"), hdrNow, MaxServerWait, "Retry-After-Ms"},
+		{"retry-after-ms huge", mkHeader("Retry-After-Ms", "99999999999999999"), hdrNow, MaxDuration, "Retry-After-Ms"},
 		{"x-ms-retry-after-ms", mkHeader("X-Ms-Retry-After-Ms", "20", "Retry-After", "1"), hdrNow, 20 * time.Millisecond, "X-Ms-Retry-After-Ms"},
 		{"retry-after-ms before x-ms-retry-after-ms", mkHeader("X-Ms-Retry-After-Ms", "20", "Retry-After-Ms", "30"), hdrNow, 30 * time.Millisecond, "Retry-After-Ms"},
 		{"garbage retry-after-ms falls through", mkHeader("Retry-After-Ms", "garbage", "Retry-After", "7"), hdrNow, 7 * time.Second, "Retry-After"},
@@ -439,8 +439,8 @@ func decimalOracle(t testing.TB, v string, unit time.Duration) time.Duration {
 	if m.Sign() != 0 {
 		q.Add(q, big.NewInt(1))
 	}
-	if q.Cmp(big.NewInt(int64(MaxServerWait))) >= 0 {
-		return MaxServerWait
+	if q.Cmp(big.NewInt(int64(MaxDuration))) >= 0 {
+		return MaxDuration
 	}
 	return time.Duration(q.Int64())
 }
@@ -491,8 +491,8 @@ var retryAfterSeeds = []string{
 // checkRetryAfterBounds asserts the invariants every parse keeps.
 func checkRetryAfterBounds(t *testing.T, v string, d time.Duration, ok bool) {
 	t.Helper()
-	if d < 0 || d > MaxServerWait {
-		t.Fatalf("ParseRetryAfter(%q) = %v, outside [0, MaxServerWait]", v, d)
+	if d < 0 || d > MaxDuration {
+		t.Fatalf("ParseRetryAfter(%q) = %v, outside [0, MaxDuration]", v, d)
 	}
 	if !ok && d != 0 {
 		t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", v, d)
@@ -572,8 +572,8 @@ func FuzzParseHeaders(f *testing.F) {
 		before := h.Clone()
 
 		obs := ParseHeaders(h, 429, hdrNow)
-		if obs.RetryAfter < 0 || obs.RetryAfter > MaxServerWait {
-			t.Fatalf("RetryAfter %v outside [0, MaxServerWait]", obs.RetryAfter)
+		if obs.RetryAfter < 0 || obs.RetryAfter > MaxDuration {
+			t.Fatalf("RetryAfter %v outside [0, MaxDuration]", obs.RetryAfter)
 		}
 		if !obs.HasRetryAfter && (obs.RetryAfter != 0 || obs.RetryAfterHeader != "") {
 			t.Fatalf("no Retry-After, yet RetryAfter=%v from %q", obs.RetryAfter, obs.RetryAfterHeader)

@@ -1,4 +1,4 @@
-package headway_test
+package retryableadapter_test
 
 import (
 	"errors"
@@ -12,12 +12,13 @@ import (
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/retryableadapter"
 )
 
 // A go-retryablehttp client that treats Retry-After as law: the first
 // answer is a 429 asking for 20 ms, and the client waits that long (not a
 // jittered guess) before its second and last attempt.
-func ExampleConfigureRetryablehttp() {
+func ExampleConfigure() {
 	var attempts atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if attempts.Add(1) == 1 {
@@ -31,9 +32,9 @@ func ExampleConfigureRetryablehttp() {
 
 	client := retryablehttp.NewClient()
 	client.Logger = nil
-	headway.ConfigureRetryablehttp(client,
-		headway.WithMaxAttempts(3),
-		headway.WithBackoffDelays(10*time.Millisecond, 2*time.Second))
+	retryableadapter.Configure(client,
+		retryableadapter.WithMaxAttempts(3),
+		retryableadapter.WithBackoffDelays(10*time.Millisecond, 2*time.Second))
 
 	resp, err := client.Get(srv.URL)
 	if err != nil {
@@ -48,7 +49,7 @@ func ExampleConfigureRetryablehttp() {
 
 // When the server asks for a wait longer than WithMaxWait, the client gives
 // up at once with a *headway.RateLimitError instead of sleeping for hours.
-func ExampleConfigureRetryablehttp_rateLimitError() {
+func ExampleConfigure_rateLimitError() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "3600")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -57,7 +58,7 @@ func ExampleConfigureRetryablehttp_rateLimitError() {
 
 	client := retryablehttp.NewClient()
 	client.Logger = nil
-	headway.ConfigureRetryablehttp(client, headway.WithMaxWait(time.Minute))
+	retryableadapter.Configure(client, retryableadapter.WithMaxWait(time.Minute))
 
 	_, err := client.Get(srv.URL)
 	var rle *headway.RateLimitError

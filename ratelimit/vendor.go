@@ -1,4 +1,4 @@
-package headway
+package ratelimit
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 
 // xRateLimit reads X-RateLimit-*, whose meaning depends on who sends it:
 // GitHub, Discord, Reddit, Envoy, Jira, or anyone else.
-func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) xRateLimit(f *fieldSet, db *dateBase) {
 	discord := f.has(fXRLResetAfter) || f.has(fXRLBucket) || f.has(fXRLGlobal) || f.has(fXRLScope)
 	if !discord && !f.has(fXRLLimit) && !f.has(fXRLRemaining) && !f.has(fXRLReset) &&
 		!f.has(fXRLUsed) && !f.has(fXRLResource) && !f.has(fXRLNearLimit) && !f.has(fEnvoyRateLimited) {
@@ -46,7 +46,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		// Draft-03 fields under an X- prefix: Envoy, or a server that
 		// followed the early drafts ("100, 100;window=60").
 		g := b.group()
-		g.currentLegacy(legacyCurrent(f, clk, f.lines(fXRLLimit), fXRLRemaining, fXRLReset, &g))
+		g.currentLegacy(legacyCurrent(f, db, f.lines(fXRLLimit), fXRLRemaining, fXRLReset, &g))
 		g.setDialect(d)
 		if len(g.policies()) > 0 {
 			b.dialects = b.dialects.With(d)
@@ -72,7 +72,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		resetFormat = resetEpoch
 	case DialectDiscord:
 		if v, ok := f.first(fXRLResetAfter); ok {
-			p.Reset, p.HasReset = parseReset(v, resetDelta, clk)
+			p.Reset, p.HasReset = parseReset(v, resetDelta, db)
 		}
 		resetFormat = resetEpoch
 		p.Partition, _ = f.first(fXRLBucket)
@@ -82,10 +82,10 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, clk *resetClock) {
 		resetFormat = resetDelta
 	}
 	if v, ok := f.first(fXRLReset); ok && !p.HasReset {
-		p.Reset, p.HasReset = parseReset(v, resetFormat, clk)
+		p.Reset, p.HasReset = parseReset(v, resetFormat, db)
 	}
 	if v, ok := f.first(fXRLNext); ok && !p.HasReset { // Akamai's older spelling
-		p.Reset, p.HasReset = parseReset(v, resetAuto, clk)
+		p.Reset, p.HasReset = parseReset(v, resetAuto, db)
 	}
 	if v, ok := f.first(fXRLBurstCapacity); ok && !p.HasLimit {
 		// Spring Cloud Gateway: the bucket's size is the most it admits at once.
@@ -128,7 +128,7 @@ func (p *Policy) remainingFromUsed(used string) {
 
 // xRateLimitHyphenated reads X-Rate-Limit-* (X/Twitter, Okta) and
 // Zendesk's X-Rate-Limit.
-func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, db *dateBase) {
 	p := Policy{Unit: UnitRequests, Dialect: DialectXRateLimitHyphenated}
 	limit, ok := f.first(fXRateLimitLimit)
 	if v, zendesk := f.first(fXRateLimit); zendesk {
@@ -146,7 +146,7 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, clk *resetClock) {
 		p.Remaining, p.HasRemaining = parseCount(v)
 	}
 	if v, ok := f.first(fXRateLimitReset); ok {
-		p.Reset, p.HasReset = parseReset(v, resetAuto, clk)
+		p.Reset, p.HasReset = parseReset(v, resetAuto, db)
 	}
 	if v, ok := f.first(fXRateLimitDuration); ok && p.Window == 0 {
 		p.Window, _ = parsePeriod(v) // tollbooth: "1" (seconds) or "1h0m0s"
@@ -175,7 +175,7 @@ func (b *policyBuilder) addOrMerge(p Policy) bool {
 	for i := range b.out {
 		q := &b.out[i]
 		switch q.Dialect {
-		case DialectIETFDraft03, DialectIETFDraft06, DialectIETFDraft07, DialectIETFDraft08:
+		case DialectIETFDraft00, DialectIETFDraft04, DialectIETFDraft07, DialectIETFDraft08:
 		default:
 			continue
 		}
@@ -298,7 +298,7 @@ func cutWindow(suffix string) (string, time.Duration) {
 		i := strings.LastIndexAny(rest, "-_")
 		if count := rest[i+1:]; isDigits(count) {
 			if k, ok := parseCount(count); ok && k > 0 {
-				return rest[:max(i, 0)], min(time.Duration(min(k, int64(MaxServerWait/w.d)))*w.d, MaxServerWait)
+				return rest[:max(i, 0)], min(time.Duration(min(k, int64(MaxDuration/w.d)))*w.d, MaxDuration)
 			}
 		}
 		return rest, w.d
@@ -309,7 +309,7 @@ func cutWindow(suffix string) (string, time.Duration) {
 // families reads the headers whose names end in a unit, scope or endpoint:
 // X's 24-hour limits, OpenAI-style, Linear-style, Anthropic, Azure and
 // Zendesk.
-func (b *policyBuilder) families(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) families(f *fieldSet, db *dateBase) {
 	fams := f.fams
 	if len(fams) == 0 {
 		return
@@ -320,13 +320,13 @@ func (b *policyBuilder) families(f *fieldSet, clk *resetClock) {
 		for j < len(fams) && fams[j].fam == fams[i].fam && compareFold(fams[j].suffix, fams[i].suffix) == 0 {
 			j++
 		}
-		b.family(clk, fams[i:j])
+		b.family(db, fams[i:j])
 		i = j
 	}
 }
 
 // family reads the headers of one family that share a suffix.
-func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
+func (b *policyBuilder) family(db *dateBase, ffs []familyField) {
 	ff := ffs[0]
 	switch ff.fam {
 	case famAzure:
@@ -335,7 +335,7 @@ func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 		return
 	case famZendesk:
 		b.dialects = b.dialects.With(DialectZendesk)
-		b.zendesk(clk, strings.ToLower(ff.suffix), ff.value)
+		b.zendesk(db, strings.ToLower(ff.suffix), ff.value)
 		return
 	}
 	p := Policy{Unit: ff.unit, Window: ff.window, Dialect: DialectOpenAI}
@@ -381,7 +381,7 @@ func (b *policyBuilder) family(clk *resetClock, ffs []familyField) {
 			p.Remaining, p.HasRemaining = parseCount(ff.value)
 			counted = true
 		case kindReset:
-			p.Reset, p.HasReset = parseReset(ff.value, resetAuto, clk)
+			p.Reset, p.HasReset = parseReset(ff.value, resetAuto, db)
 		}
 	}
 	if counted && !p.HasLimit && !p.HasRemaining {
@@ -425,7 +425,7 @@ func (b *policyBuilder) azure(scope, value string) {
 
 // zendesk reads "Zendesk-RateLimit-<endpoint>: total=100; remaining=99;
 // resets=41" (resets in seconds).
-func (b *policyBuilder) zendesk(clk *resetClock, name, value string) {
+func (b *policyBuilder) zendesk(db *dateBase, name, value string) {
 	p := Policy{Name: name, Unit: UnitRequests, Dialect: DialectZendesk}
 	for _, kv := range strings.FieldsFunc(value, func(r rune) bool { return r == ';' || r == ',' }) {
 		k, v, ok := strings.Cut(kv, "=")
@@ -438,7 +438,7 @@ func (b *policyBuilder) zendesk(clk *resetClock, name, value string) {
 		case "remaining":
 			p.Remaining, p.HasRemaining = parseCount(v)
 		case "resets":
-			p.Reset, p.HasReset = parseReset(v, resetDelta, clk)
+			p.Reset, p.HasReset = parseReset(v, resetDelta, db)
 		}
 	}
 	if p.HasLimit || p.HasRemaining || p.HasReset {
@@ -591,7 +591,7 @@ func (b *policyBuilder) azureUserQuota(f *fieldSet) {
 
 // simpleVendors reads the vendors whose fields map one to one onto a
 // policy: Together's token headers, Fastly's and Akamai's API limits.
-func (b *policyBuilder) simpleVendors(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) simpleVendors(f *fieldSet, db *dateBase) {
 	for _, v := range [...]struct {
 		limit, remaining, reset field // 0 (which is fDate) for none
 		unit                    Unit
@@ -609,7 +609,7 @@ func (b *policyBuilder) simpleVendors(f *fieldSet, clk *resetClock) {
 			p.Remaining, p.HasRemaining = parseCount(s)
 		}
 		if s, ok := f.first(v.reset); ok && v.reset != 0 {
-			p.Reset, p.HasReset = parseReset(s, resetAuto, clk)
+			p.Reset, p.HasReset = parseReset(s, resetAuto, db)
 		}
 		if p.HasLimit || p.HasRemaining || p.HasReset {
 			b.dialects = b.dialects.With(v.d)

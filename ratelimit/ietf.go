@@ -1,6 +1,10 @@
-package headway
+package ratelimit
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/headway-go/headway/internal/sf"
+)
 
 // policyBuilder turns the fields of one response into policies, dialect by
 // dialect, in the order ParseHeaders documents.
@@ -14,17 +18,17 @@ type policyBuilder struct {
 	dialects DialectSet
 }
 
-func (b *policyBuilder) build(f *fieldSet, clk *resetClock) {
-	b.ietf(f, clk)
-	b.jiraBeta(f, clk)
-	b.xRateLimit(f, clk)
-	b.xRateLimitHyphenated(f, clk)
-	b.families(f, clk)
+func (b *policyBuilder) build(f *fieldSet, db *dateBase) {
+	b.ietf(f, db)
+	b.jiraBeta(f, db)
+	b.xRateLimit(f, db)
+	b.xRateLimitHyphenated(f, db)
+	b.families(f, db)
 	b.shopify(f)
 	b.hubspot(f)
 	b.salesforce(f)
 	b.azureUserQuota(f)
-	b.simpleVendors(f, clk)
+	b.simpleVendors(f, db)
 }
 
 // maxPolicies bounds the policies read from one response. Real servers
@@ -70,33 +74,33 @@ func (g *group) setMatched(i int) {
 // policy of the dialect named; a numeric item is a legacy quota policy,
 // whose dialect is set by the caller once it knows which draft it read. It
 // reports which kind the item was.
-func (g *group) announce(it *sfItem, named Dialect) (isNamed, isNumeric bool) {
+func (g *group) announce(it *sf.Item, named Dialect) (isNamed, isNumeric bool) {
 	var p Policy
-	switch it.val.kind {
-	case sfString:
-		p.Name, p.Dialect = it.val.str, named
-		if v, ok := it.param(pQ); ok && v.kind == sfNumber {
-			p.Limit, p.HasLimit = countFromFloat(v.num)
+	switch it.Val.Kind {
+	case sf.String:
+		p.Name, p.Dialect = it.Val.Str, named
+		if v, ok := it.Param(sf.ParamQ); ok && v.Kind == sf.Number {
+			p.Limit, p.HasLimit = countFromFloat(v.Num)
 		}
-	case sfNumber:
-		p.Limit, p.HasLimit = countFromFloat(it.val.num)
-		if v, ok := it.param(pName); ok && v.kind == sfString {
-			p.Name = v.str
+	case sf.Number:
+		p.Limit, p.HasLimit = countFromFloat(it.Val.Num)
+		if v, ok := it.Param(sf.ParamName); ok && v.Kind == sf.String {
+			p.Name = v.Str
 		}
 	default:
 		return false, false
 	}
 	p.Unit = UnitRequests
-	if v, ok := it.param(pQU); ok && v.kind == sfString && v.str != "" {
-		p.Unit = Unit(v.str)
+	if v, ok := it.Param(sf.ParamQU); ok && v.Kind == sf.String && v.Str != "" {
+		p.Unit = Unit(v.Str)
 	}
-	if v, ok := it.param(pW); ok && v.kind == sfNumber {
-		if w, ok := secondsFromFloat(v.num); ok {
+	if v, ok := it.Param(sf.ParamW); ok && v.Kind == sf.Number {
+		if w, ok := secondsFromFloat(v.Num); ok {
 			p.Window = w
 		}
 	}
-	if v, ok := it.param(pPK); ok && (v.kind == sfBytes || v.kind == sfString) {
-		p.Partition = v.str
+	if v, ok := it.Param(sf.ParamPK); ok && (v.Kind == sf.Bytes || v.Kind == sf.String) {
+		p.Partition = v.Str
 	}
 	if !p.HasLimit && p.Window == 0 {
 		return false, false // a policy without a quota (q is required) says nothing
@@ -109,9 +113,9 @@ func (g *group) announce(it *sfItem, named Dialect) (isNamed, isNumeric bool) {
 
 // announceAll announces every item of a policy field.
 func (g *group) announceAll(lines []string, named Dialect) (sawNamed, sawNumeric bool) {
-	r := sfReader{lines: lines}
-	var it sfItem
-	for r.next(&it) {
+	r := sf.Reader{Lines: lines}
+	var it sf.Item
+	for r.Next(&it) {
 		n, num := g.announce(&it, named)
 		sawNamed, sawNumeric = sawNamed || n, sawNumeric || num
 	}
@@ -202,17 +206,17 @@ func (g *group) setDialect(d Dialect) {
 }
 
 // ietf reads the RateLimit fields of every draft, and GitLab's.
-func (b *policyBuilder) ietf(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) ietf(f *fieldSet, db *dateBase) {
 	if f.has(fRateLimitName) || f.has(fRateLimitObserved) || f.has(fRateLimitResetTime) {
-		b.gitlab(f, clk)
+		b.gitlab(f, db)
 	} else if f.has(fRateLimitLimit) || f.has(fRateLimitRemaining) || f.has(fRateLimitReset) {
 		g := b.group()
 		_, numericPolicy := g.announceAll(f.lines(fRateLimitPolicy), DialectIETFDraft08)
-		cur := legacyCurrent(f, clk, f.lines(fRateLimitLimit), fRateLimitRemaining, fRateLimitReset, &g)
+		cur := legacyCurrent(f, db, f.lines(fRateLimitLimit), fRateLimitRemaining, fRateLimitReset, &g)
 		g.currentLegacy(cur)
-		d := DialectIETFDraft03
+		d := DialectIETFDraft00
 		if numericPolicy {
-			d = DialectIETFDraft06
+			d = DialectIETFDraft04
 		}
 		g.setDialect(d)
 		if len(g.policies()) > 0 {
@@ -248,8 +252,8 @@ func (b *policyBuilder) structured(policy, current []string, named Dialect) {
 	}
 	if sawNumeric && !isDictionary(current) {
 		// A -04..-06 policy field without the fields it belongs to.
-		g.setDialect(DialectIETFDraft06)
-		b.dialects = b.dialects.With(DialectIETFDraft06)
+		g.setDialect(DialectIETFDraft04)
+		b.dialects = b.dialects.With(DialectIETFDraft04)
 	}
 	b.structuredCurrent(&g, current, named)
 }
@@ -262,19 +266,19 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 	}
 	if isDictionary(current) {
 		cur := Policy{Unit: UnitRequests, Dialect: DialectIETFDraft07}
-		r := sfReader{lines: current, dict: true}
-		var m sfItem
-		for r.next(&m) {
-			if m.val.kind != sfNumber {
+		r := sf.Reader{Lines: current, Dict: true}
+		var m sf.Item
+		for r.Next(&m) {
+			if m.Val.Kind != sf.Number {
 				continue
 			}
-			switch m.key {
+			switch m.Key {
 			case "limit":
-				cur.Limit, cur.HasLimit = countFromFloat(m.val.num)
+				cur.Limit, cur.HasLimit = countFromFloat(m.Val.Num)
 			case "remaining":
-				cur.Remaining, cur.HasRemaining = countFromFloat(m.val.num)
+				cur.Remaining, cur.HasRemaining = countFromFloat(m.Val.Num)
 			case "reset":
-				cur.Reset, cur.HasReset = secondsFromFloat(m.val.num)
+				cur.Reset, cur.HasReset = secondsFromFloat(m.Val.Num)
 			}
 		}
 		if cur.HasLimit || cur.HasRemaining || cur.HasReset {
@@ -287,21 +291,21 @@ func (b *policyBuilder) structuredCurrent(g *group, current []string, named Dial
 		return
 	}
 	saw := false
-	r := sfReader{lines: current}
-	var it sfItem
-	for r.next(&it) {
-		if it.val.kind != sfString {
+	r := sf.Reader{Lines: current}
+	var it sf.Item
+	for r.Next(&it) {
+		if it.Val.Kind != sf.String {
 			continue
 		}
-		cur := Policy{Name: it.val.str, Unit: UnitRequests, Dialect: named}
-		if v, ok := it.param(pR); ok && v.kind == sfNumber {
-			cur.Remaining, cur.HasRemaining = countFromFloat(v.num)
+		cur := Policy{Name: it.Val.Str, Unit: UnitRequests, Dialect: named}
+		if v, ok := it.Param(sf.ParamR); ok && v.Kind == sf.Number {
+			cur.Remaining, cur.HasRemaining = countFromFloat(v.Num)
 		}
-		if v, ok := it.param(pT); ok && v.kind == sfNumber {
-			cur.Reset, cur.HasReset = secondsFromFloat(v.num)
+		if v, ok := it.Param(sf.ParamT); ok && v.Kind == sf.Number {
+			cur.Reset, cur.HasReset = secondsFromFloat(v.Num)
 		}
-		if v, ok := it.param(pPK); ok && (v.kind == sfBytes || v.kind == sfString) {
-			cur.Partition = v.str
+		if v, ok := it.Param(sf.ParamPK); ok && (v.Kind == sf.Bytes || v.Kind == sf.String) {
+			cur.Partition = v.Str
 		}
 		if cur.HasRemaining || cur.HasReset { // r is required; an item without says nothing
 			g.currentNamed(cur)
@@ -336,40 +340,40 @@ func isDictionary(lines []string) bool {
 // legacyCurrent reads the current state of a -03 style triple: a limit field
 // ("10" or "10, 10;w=1, 50;w=60": the current limit, then policies, which
 // are announced in g), a remaining and a reset field.
-func legacyCurrent(f *fieldSet, clk *resetClock, limit []string, remaining, reset field, g *group) Policy {
+func legacyCurrent(f *fieldSet, db *dateBase, limit []string, remaining, reset field, g *group) Policy {
 	cur := Policy{Unit: UnitRequests}
-	r := sfReader{lines: limit}
-	var it sfItem
-	for n := 0; r.next(&it); n++ {
+	r := sf.Reader{Lines: limit}
+	var it sf.Item
+	for n := 0; r.Next(&it); n++ {
 		if n > 0 {
 			g.announce(&it, 0)
 			continue
 		}
-		if it.val.kind == sfNumber {
-			cur.Limit, cur.HasLimit = countFromFloat(it.val.num)
+		if it.Val.Kind == sf.Number {
+			cur.Limit, cur.HasLimit = countFromFloat(it.Val.Num)
 		}
-		if v, ok := it.param(pW); ok && v.kind == sfNumber {
-			cur.Window, _ = secondsFromFloat(v.num)
+		if v, ok := it.Param(sf.ParamW); ok && v.Kind == sf.Number {
+			cur.Window, _ = secondsFromFloat(v.Num)
 		}
-		if v, ok := it.param(pName); ok && v.kind == sfString {
-			cur.Name = v.str
+		if v, ok := it.Param(sf.ParamName); ok && v.Kind == sf.String {
+			cur.Name = v.Str
 		}
-		if v, ok := it.param(pQU); ok && v.kind == sfString && v.str != "" {
-			cur.Unit = Unit(v.str)
+		if v, ok := it.Param(sf.ParamQU); ok && v.Kind == sf.String && v.Str != "" {
+			cur.Unit = Unit(v.Str)
 		}
 	}
 	if v, ok := f.first(remaining); ok {
 		cur.Remaining, cur.HasRemaining = parseCount(v)
 	}
 	if v, ok := f.first(reset); ok {
-		cur.Reset, cur.HasReset = parseReset(v, resetAuto, clk)
+		cur.Reset, cur.HasReset = parseReset(v, resetAuto, db)
 	}
 	return cur
 }
 
 // gitlab reads GitLab's RateLimit-* fields: one named policy whose
 // RateLimit-Reset is a Unix time and RateLimit-ResetTime an HTTP-date.
-func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) gitlab(f *fieldSet, db *dateBase) {
 	p := Policy{Unit: UnitRequests, Dialect: DialectGitLab}
 	p.Name, _ = f.first(fRateLimitName)
 	p.Name = strings.TrimSpace(p.Name)
@@ -384,11 +388,11 @@ func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
 	}
 	if v, ok := f.first(fRateLimitResetTime); ok {
 		if t, ok := parseHTTPDate(v); ok {
-			p.Reset, p.HasReset = untilClamped(clk.now(), t), true
+			p.Reset, p.HasReset = untilClamped(db.now(), t), true
 		}
 	}
 	if v, ok := f.first(fRateLimitReset); ok && !p.HasReset {
-		p.Reset, p.HasReset = parseReset(v, resetEpoch, clk)
+		p.Reset, p.HasReset = parseReset(v, resetEpoch, db)
 	}
 	if p.HasLimit || p.HasRemaining || p.HasReset {
 		b.dialects = b.dialects.With(DialectGitLab)
@@ -399,7 +403,7 @@ func (b *policyBuilder) gitlab(f *fieldSet, clk *resetClock) {
 // jiraBeta reads Jira's Beta-RateLimit-Policy and Beta-RateLimit fields, in
 // the -08 form. Jira counts points there, but the fields carry no qu, so
 // the unit is the draft's default, requests.
-func (b *policyBuilder) jiraBeta(f *fieldSet, clk *resetClock) {
+func (b *policyBuilder) jiraBeta(f *fieldSet, db *dateBase) {
 	if f.has(fBetaRateLimit) || f.has(fBetaRateLimitPolicy) {
 		b.structured(f.lines(fBetaRateLimitPolicy), f.lines(fBetaRateLimit), DialectJira)
 	}

@@ -1,4 +1,4 @@
-package headway_test
+package retryableadapter_test
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/ratelimit"
+	"github.com/headway-go/headway/retryableadapter"
 )
 
 // rhUniform is the float the package draws from a rand.Source, for
@@ -87,12 +89,12 @@ func rhServer(t *testing.T, steps ...rhStep) (*httptest.Server, *atomic.Int32, f
 
 // rhClient is a real retryablehttp client configured by headway, with small
 // waits so the suite stays fast.
-func rhClient(t *testing.T, opts ...headway.Option) *retryablehttp.Client {
+func rhClient(t *testing.T, opts ...retryableadapter.Option) *retryablehttp.Client {
 	t.Helper()
 	c := retryablehttp.NewClient()
 	c.Logger = nil
 	c.RetryWaitMin, c.RetryWaitMax = time.Millisecond, 5*time.Millisecond
-	headway.ConfigureRetryablehttp(c, opts...)
+	retryableadapter.Configure(c, opts...)
 	t.Cleanup(c.HTTPClient.CloseIdleConnections)
 	return c
 }
@@ -121,9 +123,9 @@ func rhDo(t *testing.T, c *retryablehttp.Client, method, url, body string, heade
 // --- Backoff, called directly -------------------------------------------
 
 func TestRetryablehttpBackoffRetryAfterIsTheLeastWait(t *testing.T) {
-	b := headway.RetryablehttpBackoff(
-		headway.WithRandSource(rand.NewPCG(1, 2)),
-		headway.WithBackoffDelays(100*time.Millisecond, time.Second))
+	b := retryableadapter.Backoff(
+		retryableadapter.WithRandSource(rand.NewPCG(1, 2)),
+		retryableadapter.WithBackoffDelays(100*time.Millisecond, time.Second))
 	replica := rand.NewPCG(1, 2)
 
 	got := b(time.Second, 30*time.Second, 0, rhResp(http.StatusTooManyRequests, http.MethodGet, "Retry-After", "2"))
@@ -137,8 +139,8 @@ func TestRetryablehttpBackoffRetryAfterIsTheLeastWait(t *testing.T) {
 }
 
 func TestRetryablehttpBackoffRetryAfterReplacesLongerBackoff(t *testing.T) {
-	b := headway.RetryablehttpBackoff(headway.WithJitter(headway.JitterNone),
-		headway.WithRandSource(rand.NewPCG(3, 4)), headway.WithBackoffDelays(time.Second, 8*time.Second))
+	b := retryableadapter.Backoff(retryableadapter.WithJitter(headway.JitterNone),
+		retryableadapter.WithRandSource(rand.NewPCG(3, 4)), retryableadapter.WithBackoffDelays(time.Second, 8*time.Second))
 	replica := rand.NewPCG(3, 4)
 	// Retry 3 would back off 4s; the server asked for 1s, and knows best.
 	got := b(0, 0, 2, rhResp(http.StatusServiceUnavailable, http.MethodGet, "Retry-After", "1"))
@@ -149,9 +151,9 @@ func TestRetryablehttpBackoffRetryAfterReplacesLongerBackoff(t *testing.T) {
 func TestRetryablehttpBackoffHTTPDateRelativeToDate(t *testing.T) {
 	// Both dates lie decades in the past: measured against the local clock
 	// the wait would be 0; measured against the server's Date it is 5s.
-	b := headway.RetryablehttpBackoff(headway.WithJitter(headway.JitterNone),
-		headway.WithBackoffDelays(time.Millisecond, time.Millisecond),
-		headway.WithRandSource(rand.NewPCG(5, 6)))
+	b := retryableadapter.Backoff(retryableadapter.WithJitter(headway.JitterNone),
+		retryableadapter.WithBackoffDelays(time.Millisecond, time.Millisecond),
+		retryableadapter.WithRandSource(rand.NewPCG(5, 6)))
 	replica := rand.NewPCG(5, 6)
 	got := b(0, 0, 0, rhResp(http.StatusTooManyRequests, http.MethodGet,
 		"Date", "Sun, 06 Nov 1994 08:49:37 GMT",
@@ -162,8 +164,8 @@ func TestRetryablehttpBackoffHTTPDateRelativeToDate(t *testing.T) {
 }
 
 func TestRetryablehttpBackoffRetryAfterMs(t *testing.T) {
-	b := headway.RetryablehttpBackoff(headway.WithJitter(headway.JitterNone),
-		headway.WithRandSource(rand.NewPCG(7, 8)))
+	b := retryableadapter.Backoff(retryableadapter.WithJitter(headway.JitterNone),
+		retryableadapter.WithRandSource(rand.NewPCG(7, 8)))
 	replica := rand.NewPCG(7, 8)
 	got := b(time.Millisecond, time.Millisecond, 0,
 		rhResp(http.StatusTooManyRequests, http.MethodPost, "Retry-After-Ms", "1500", "Retry-After", "9"))
@@ -179,39 +181,43 @@ func TestRetryablehttpBackoff429WithoutUsableRetryAfterWaitsBase(t *testing.T) {
 		{"Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT"}, // in the past
 		{"Retry-After", "garbage"},
 	} {
-		b := headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)),
-			headway.WithBackoffDelays(base, 10*time.Second))
+		b := retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(9, 10)),
+			retryableadapter.WithBackoffDelays(base, 10*time.Second))
 		for attempt := range 6 {
 			got := b(0, 0, attempt, rhResp(http.StatusTooManyRequests, http.MethodGet, kv...))
 			require.GreaterOrEqual(t, got, base, "%v, attempt %d", kv, attempt)
 		}
 		// The first retry's full jitter lies in [0, base]: the floor wins.
-		b = headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)),
-			headway.WithBackoffDelays(base, 10*time.Second))
+		b = retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(9, 10)),
+			retryableadapter.WithBackoffDelays(base, 10*time.Second))
 		require.Equal(t, base, b(0, 0, 0, rhResp(http.StatusTooManyRequests, http.MethodGet, kv...)), "%v", kv)
 	}
 
 	// A 503 whose Retry-After is zero or past gets the floor too (no
 	// licence to storm); a 503 with no Retry-After gets plain jitter.
-	b := headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)),
-		headway.WithBackoffDelays(base, 10*time.Second))
+	b := retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(9, 10)),
+		retryableadapter.WithBackoffDelays(base, 10*time.Second))
 	require.Equal(t, base, b(0, 0, 0, rhResp(http.StatusServiceUnavailable, http.MethodGet, "Retry-After", "0")))
-	b = headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)),
-		headway.WithBackoffDelays(base, 10*time.Second))
+	b = retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(9, 10)),
+		retryableadapter.WithBackoffDelays(base, 10*time.Second))
 	replica := rand.NewPCG(9, 10)
 	require.Equal(t, time.Duration(rhUniform(replica)*float64(base)),
 		b(0, 0, 0, rhResp(http.StatusServiceUnavailable, http.MethodGet)))
 
-	// With retryablehttp's min as the base, the floor is min.
-	b = headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(9, 10)))
-	require.Equal(t, 40*time.Millisecond, b(40*time.Millisecond, time.Second, 0, rhResp(http.StatusTooManyRequests, http.MethodGet)))
+	// With retryablehttp's min as the base, the floor is min...
+	b = retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(9, 10)))
+	require.Equal(t, 400*time.Millisecond, b(400*time.Millisecond, 4*time.Second, 0, rhResp(http.StatusTooManyRequests, http.MethodGet)))
+	// ...but never less than 100 ms, whatever the delays say.
+	require.Equal(t, 100*time.Millisecond, b(40*time.Millisecond, time.Second, 0, rhResp(http.StatusTooManyRequests, http.MethodGet)))
+	b = retryableadapter.Backoff(retryableadapter.WithBackoffDelays(0, 0))
+	require.Equal(t, 100*time.Millisecond, b(0, 0, 0, rhResp(http.StatusTooManyRequests, http.MethodGet, "Retry-After", "0")))
 }
 
 func TestRetryablehttpBackoffMinMax(t *testing.T) {
-	none := headway.WithJitter(headway.JitterNone)
+	none := retryableadapter.WithJitter(headway.JitterNone)
 
 	// No delay option: retryablehttp's min and max are the base and cap.
-	b := headway.RetryablehttpBackoff(none)
+	b := retryableadapter.Backoff(none)
 	var got []time.Duration
 	for i := range 5 {
 		got = append(got, b(10*time.Millisecond, 80*time.Millisecond, i, nil))
@@ -219,7 +225,7 @@ func TestRetryablehttpBackoffMinMax(t *testing.T) {
 	require.Equal(t, []time.Duration{10e6, 20e6, 40e6, 80e6, 80e6}, got)
 
 	// WithBackoffDelays wins over them.
-	b = headway.RetryablehttpBackoff(none, headway.WithBackoffDelays(time.Millisecond, 4*time.Millisecond))
+	b = retryableadapter.Backoff(none, retryableadapter.WithBackoffDelays(time.Millisecond, 4*time.Millisecond))
 	got = got[:0]
 	for i := range 4 {
 		got = append(got, b(10*time.Millisecond, 80*time.Millisecond, i, nil))
@@ -227,20 +233,20 @@ func TestRetryablehttpBackoffMinMax(t *testing.T) {
 	require.Equal(t, []time.Duration{1e6, 2e6, 4e6, 4e6}, got)
 
 	// So does WithBackoff.
-	b = headway.RetryablehttpBackoff(headway.WithBackoff(headway.BackoffFunc(func(int, time.Duration) time.Duration {
+	b = retryableadapter.Backoff(retryableadapter.WithBackoff(headway.BackoffFunc(func(int, time.Duration) time.Duration {
 		return 7 * time.Millisecond
 	})))
 	require.Equal(t, 7*time.Millisecond, b(time.Second, time.Minute, 3, nil))
 
 	// Unset (zero) min and max: headway's defaults.
-	b = headway.RetryablehttpBackoff(none)
+	b = retryableadapter.Backoff(none)
 	require.Equal(t, headway.DefaultBaseDelay, b(0, 0, 0, nil))
 	require.Equal(t, 2*headway.DefaultBaseDelay, b(0, 0, 1, nil))
 }
 
 func TestRetryablehttpBackoffBoundedByMaxWait(t *testing.T) {
-	b := headway.RetryablehttpBackoff(headway.WithJitter(headway.JitterNone),
-		headway.WithBackoffDelays(5*time.Second, 5*time.Second), headway.WithMaxWait(time.Second))
+	b := retryableadapter.Backoff(retryableadapter.WithJitter(headway.JitterNone),
+		retryableadapter.WithBackoffDelays(5*time.Second, 5*time.Second), retryableadapter.WithMaxWait(time.Second))
 	require.Equal(t, time.Second, b(0, 0, 0, nil))
 	require.Equal(t, time.Second, b(0, 0, 0, rhResp(http.StatusServiceUnavailable, http.MethodGet)))
 	// A Retry-After beyond max wait is not cut short (CheckRetry refuses it).
@@ -248,8 +254,8 @@ func TestRetryablehttpBackoffBoundedByMaxWait(t *testing.T) {
 }
 
 func TestRetryablehttpBackoffFitsRetryAfterBeforeDeadline(t *testing.T) {
-	b := headway.RetryablehttpBackoff(headway.WithJitter(headway.JitterNone),
-		headway.WithBackoffDelays(10*time.Second, 10*time.Second))
+	b := retryableadapter.Backoff(retryableadapter.WithJitter(headway.JitterNone),
+		retryableadapter.WithBackoffDelays(10*time.Second, 10*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resp := rhResp(http.StatusTooManyRequests, http.MethodGet, "Retry-After", "2")
@@ -261,7 +267,7 @@ func TestRetryablehttpBackoffFitsRetryAfterBeforeDeadline(t *testing.T) {
 }
 
 func TestRetryablehttpBackoffNeverNegative(t *testing.T) {
-	b := headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(11, 12)))
+	b := retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(11, 12)))
 	for _, kv := range [][]string{
 		{"Retry-After", "-5"},
 		{"Retry-After", "99999999999"},
@@ -276,7 +282,7 @@ func TestRetryablehttpBackoffNeverNegative(t *testing.T) {
 				for _, minMax := range [][2]time.Duration{{0, 0}, {-time.Second, -time.Second}, {time.Second, 0}, {time.Hour, time.Millisecond}} {
 					got := b(minMax[0], minMax[1], attempt, rhResp(status, http.MethodGet, kv...))
 					require.GreaterOrEqual(t, got, time.Duration(0), "%v %d %d %v", kv, status, attempt, minMax)
-					require.LessOrEqual(t, got, headway.MaxServerWait+time.Second)
+					require.LessOrEqual(t, got, ratelimit.MaxDuration+time.Second)
 				}
 			}
 		}
@@ -285,8 +291,8 @@ func TestRetryablehttpBackoffNeverNegative(t *testing.T) {
 
 func TestRetryablehttpBackoffDecorrelatedGrows(t *testing.T) {
 	const base, cap = 10 * time.Millisecond, 10 * time.Second
-	b := headway.RetryablehttpBackoff(headway.WithJitter(headway.JitterDecorrelated),
-		headway.WithRandSource(rand.NewPCG(13, 14)))
+	b := retryableadapter.Backoff(retryableadapter.WithJitter(headway.JitterDecorrelated),
+		retryableadapter.WithRandSource(rand.NewPCG(13, 14)))
 	// retryablehttp keeps no state, yet the delay before retry 10 must be
 	// drawn as if the nine before it had happened: the exact chain of a
 	// replica shows it.
@@ -309,7 +315,7 @@ func TestRetryablehttpBackoffDecorrelatedGrows(t *testing.T) {
 func TestRetryablehttpBackoffConcurrentSeededSource(t *testing.T) {
 	// rand.PCG is not safe for concurrent use; the race detector checks
 	// that the Backoff serialises every draw (jitter and spread alike).
-	b := headway.RetryablehttpBackoff(headway.WithRandSource(rand.NewPCG(15, 16)))
+	b := retryableadapter.Backoff(retryableadapter.WithRandSource(rand.NewPCG(15, 16)))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -328,7 +334,7 @@ func TestRetryablehttpBackoffConcurrentSeededSource(t *testing.T) {
 // --- CheckRetry, called directly ----------------------------------------
 
 func TestRetryablehttpCheckRetryContextDone(t *testing.T) {
-	check := headway.RetryablehttpCheckRetry()
+	check := retryableadapter.CheckRetry()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ok, err := check(ctx, rhResp(http.StatusServiceUnavailable, http.MethodGet), nil)
@@ -345,7 +351,7 @@ func TestRetryablehttpCheckRetryTransportErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		opts []headway.Option
+		opts []retryableadapter.Option
 		want bool
 	}{
 		{"GET reset", uerr("Get", syscall.ECONNRESET), nil, true},
@@ -360,12 +366,12 @@ func TestRetryablehttpCheckRetryTransportErrors(t *testing.T) {
 		{"GET bad certificate", uerr("Get", x509.UnknownAuthorityError{}), nil, false},
 		{"GET bad scheme", uerr("Get", errors.New(`unsupported protocol scheme "ftp"`)), nil, false},
 		{"GET canceled", uerr("Get", context.Canceled), nil, false},
-		{"POST reset, retry all", uerr("Post", syscall.ECONNRESET), []headway.Option{headway.WithRetryAllMethods()}, true},
-		{"GET reset, no retries", uerr("Get", syscall.ECONNRESET), []headway.Option{headway.WithoutRetries()}, false},
+		{"POST reset, retry all", uerr("Post", syscall.ECONNRESET), []retryableadapter.Option{retryableadapter.WithRetryAllMethods()}, true},
+		{"GET reset, no retries", uerr("Get", syscall.ECONNRESET), []retryableadapter.Option{retryableadapter.WithoutRetries()}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, err := headway.RetryablehttpCheckRetry(tt.opts...)(context.Background(), nil, tt.err)
+			ok, err := retryableadapter.CheckRetry(tt.opts...)(context.Background(), nil, tt.err)
 			require.NoError(t, err) // the request's own error is what Client.Do returns
 			require.Equal(t, tt.want, ok)
 		})
@@ -379,7 +385,7 @@ func TestRetryablehttpCheckRetryResponses(t *testing.T) {
 		method string
 		status int
 		kv     []string
-		opts   []headway.Option
+		opts   []retryableadapter.Option
 		want   bool
 	}{
 		{"GET 503", http.MethodGet, 503, nil, nil, true},
@@ -398,11 +404,11 @@ func TestRetryablehttpCheckRetryResponses(t *testing.T) {
 		{"POST 500 X-Should-Retry true", http.MethodPost, 500, []string{"X-Should-Retry", "true"}, nil, true},
 		{"GET 409 Stripe-Should-Retry true", http.MethodGet, 409, []string{"Stripe-Should-Retry", "true"}, nil, true},
 		{"GET 200 X-Should-Retry true", http.MethodGet, 200, []string{"X-Should-Retry", "true"}, nil, false},
-		{"GET 429 not in statuses", http.MethodGet, 429, nil, []headway.Option{headway.WithRetryStatuses(503)}, false},
-		{"GET 500 not in statuses", http.MethodGet, 500, nil, []headway.Option{headway.WithRetryStatuses(503)}, false},
-		{"GET 418 in statuses", http.MethodGet, 418, nil, []headway.Option{headway.WithRetryStatuses(418)}, true},
-		{"POST 503 retry all", http.MethodPost, 503, nil, []headway.Option{headway.WithRetryAllMethods()}, true},
-		{"GET 503 no retries", http.MethodGet, 503, nil, []headway.Option{headway.WithoutRetries()}, false},
+		{"GET 429 not in statuses", http.MethodGet, 429, nil, []retryableadapter.Option{retryableadapter.WithRetryStatuses(503)}, false},
+		{"GET 500 not in statuses", http.MethodGet, 500, nil, []retryableadapter.Option{retryableadapter.WithRetryStatuses(503)}, false},
+		{"GET 418 in statuses", http.MethodGet, 418, nil, []retryableadapter.Option{retryableadapter.WithRetryStatuses(418)}, true},
+		{"POST 503 retry all", http.MethodPost, 503, nil, []retryableadapter.Option{retryableadapter.WithRetryAllMethods()}, true},
+		{"GET 503 no retries", http.MethodGet, 503, nil, []retryableadapter.Option{retryableadapter.WithoutRetries()}, false},
 		{"no request 503", "", 503, nil, nil, false},
 		{"no request 429", "", 429, nil, nil, true},
 		{"GET 503 Retry-After within max wait", http.MethodGet, 503, []string{"Retry-After", "30"}, nil, true},
@@ -420,7 +426,7 @@ func TestRetryablehttpCheckRetryResponses(t *testing.T) {
 			for i := 0; i+1 < len(kv); i += 2 {
 				resp.Header.Set(kv[i], kv[i+1])
 			}
-			ok, err := headway.RetryablehttpCheckRetry(tt.opts...)(context.Background(), resp, nil)
+			ok, err := retryableadapter.CheckRetry(tt.opts...)(context.Background(), resp, nil)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, ok)
 			// A response that is not refused with an error keeps its body.
@@ -446,7 +452,7 @@ func TestRetryablehttpCheckRetryRefused429IsTyped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			check := headway.RetryablehttpCheckRetry(headway.WithMaxWait(20 * time.Second))
+			check := retryableadapter.CheckRetry(retryableadapter.WithMaxWait(20 * time.Second))
 			resp := rhResp(http.StatusTooManyRequests, http.MethodPost, tt.kv...)
 			ok, err := check(tt.ctx, resp, nil)
 			require.False(t, ok)
@@ -460,10 +466,10 @@ func TestRetryablehttpCheckRetryRefused429IsTyped(t *testing.T) {
 			require.Equal(t, "slow down", string(rle.Body))
 			require.True(t, rle.HasRetryAfter)
 			if tt.limit >= 0 {
-				require.Equal(t, tt.limit, rle.Limit)
+				require.Equal(t, tt.limit, rle.Bound)
 			} else {
-				require.Greater(t, rle.Limit, 4*time.Second)
-				require.LessOrEqual(t, rle.Limit, 5*time.Second)
+				require.Greater(t, rle.Bound, 4*time.Second)
+				require.LessOrEqual(t, rle.Bound, 5*time.Second)
 			}
 			// The body was consumed; asking again (as Client.Do does after
 			// a response handler fails) gives the same answer.
@@ -476,7 +482,7 @@ func TestRetryablehttpCheckRetryRefused429IsTyped(t *testing.T) {
 	}
 
 	// A 503 with the same Retry-After is returned as it is, no error.
-	ok, err := headway.RetryablehttpCheckRetry(headway.WithMaxWait(20*time.Second))(ctx5s,
+	ok, err := retryableadapter.CheckRetry(retryableadapter.WithMaxWait(20*time.Second))(ctx5s,
 		rhResp(http.StatusServiceUnavailable, http.MethodGet, "Retry-After", "10"), nil)
 	require.False(t, ok)
 	require.NoError(t, err)
@@ -510,8 +516,8 @@ func TestRetryablehttpEndToEndHugeRetryAfterFailsFastTyped(t *testing.T) {
 	var rle *headway.RateLimitError
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, headway.ReasonWaitTooLong, rle.Reason)
-	require.Equal(t, headway.DefaultMaxWait, rle.Limit)
-	require.Equal(t, headway.MaxServerWait, rle.RetryAfter)
+	require.Equal(t, headway.DefaultMaxWait, rle.Bound)
+	require.Equal(t, ratelimit.MaxDuration, rle.RetryAfter)
 	require.Equal(t, 1, rle.Attempts)
 	require.Equal(t, 429, rle.StatusCode)
 	require.Equal(t, "slow down", string(rle.Body))
@@ -527,7 +533,7 @@ func TestRetryablehttpEndToEndRetryAfterDateRelativeToDate(t *testing.T) {
 		"Date", "Sun, 06 Nov 1994 08:49:37 GMT",
 		"Retry-After", "Sun, 06 Nov 1994 08:49:38 GMT",
 	}})
-	c := rhClient(t, headway.WithMaxWait(500*time.Millisecond))
+	c := rhClient(t, retryableadapter.WithMaxWait(500*time.Millisecond))
 	_, err := rhDo(t, c, http.MethodGet, srv.URL, "")
 	var rle *headway.RateLimitError
 	require.ErrorAs(t, err, &rle)
@@ -604,7 +610,7 @@ func TestRetryablehttpEndToEndShouldRetryHeader(t *testing.T) {
 
 func TestRetryablehttpEndToEndAttemptsExhaustedOn429(t *testing.T) {
 	srv, n, _ := rhServer(t, rhStep{status: 429, header: []string{"Retry-After", "0"}, body: "quota"})
-	c := rhClient(t, headway.WithMaxAttempts(3))
+	c := rhClient(t, retryableadapter.WithMaxAttempts(3))
 	require.Equal(t, 2, c.RetryMax)
 	start := time.Now()
 	_, err := rhDo(t, c, http.MethodGet, srv.URL, "")
@@ -630,7 +636,7 @@ func TestRetryablehttpEndToEndKeepsErrorHandler(t *testing.T) {
 		calls.Add(1)
 		return retryablehttp.PassthroughErrorHandler(resp, err, tries)
 	}
-	headway.ConfigureRetryablehttp(c, headway.WithMaxAttempts(2))
+	retryableadapter.Configure(c, retryableadapter.WithMaxAttempts(2))
 	resp, err := rhDo(t, c, http.MethodGet, srv.URL, "")
 	require.NotNil(t, resp)
 	require.Equal(t, 429, resp.StatusCode)
@@ -699,7 +705,7 @@ func TestRetryablehttpEndToEndConnectionRefused(t *testing.T) {
 			c.RetryWaitMin, c.RetryWaitMax = time.Millisecond, 2*time.Millisecond
 			ct := &rhCountingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
 			c.HTTPClient = &http.Client{Transport: ct}
-			headway.ConfigureRetryablehttp(c, headway.WithMaxAttempts(3))
+			retryableadapter.Configure(c, retryableadapter.WithMaxAttempts(3))
 			// A refused connection sent nothing: safe to retry even a POST.
 			_, err := rhDo(t, c, method, "http://"+addr+"/", "order=1")
 			require.ErrorIs(t, err, syscall.ECONNREFUSED)
@@ -735,7 +741,7 @@ func TestRetryablehttpEndToEndBrokenConnectionAfterWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.method+" "+strings.Join(tt.header, ":"), func(t *testing.T) {
 			n.Store(0)
-			c := rhClient(t, headway.WithMaxAttempts(3))
+			c := rhClient(t, retryableadapter.WithMaxAttempts(3))
 			_, err := rhDo(t, c, tt.method, srv.URL, "order=1", tt.header...)
 			require.Error(t, err)
 			require.ErrorIs(t, err, io.EOF)
@@ -786,7 +792,7 @@ func TestRetryablehttpEndToEndTimeoutNonIdempotent(t *testing.T) {
 			c.RetryWaitMin, c.RetryWaitMax = time.Millisecond, 2*time.Millisecond
 			tr := &rhTimeoutTransport{written: tt.written}
 			c.HTTPClient = &http.Client{Transport: tr}
-			headway.ConfigureRetryablehttp(c, headway.WithMaxAttempts(3))
+			retryableadapter.Configure(c, retryableadapter.WithMaxAttempts(3))
 			_, err := rhDo(t, c, tt.method, "http://api.example/", "order=1", tt.header...)
 			require.EqualValues(t, tt.want, tr.n.Load())
 			// The error still reads as the network's timeout.
@@ -805,7 +811,7 @@ func TestRetryablehttpConfigure(t *testing.T) {
 	shared := &http.Client{Transport: http.DefaultTransport}
 	c := retryablehttp.NewClient()
 	c.HTTPClient = shared
-	headway.ConfigureRetryablehttp(c)
+	retryableadapter.Configure(c)
 	require.Same(t, http.DefaultTransport, shared.Transport, "the caller's *http.Client is not modified")
 	require.NotSame(t, shared, c.HTTPClient)
 	require.Equal(t, headway.DefaultMaxAttempts-1, c.RetryMax)
@@ -817,17 +823,17 @@ func TestRetryablehttpConfigure(t *testing.T) {
 	ci := &rhCloseIdleTransport{}
 	c = retryablehttp.NewClient()
 	c.HTTPClient = &http.Client{Transport: ci}
-	headway.ConfigureRetryablehttp(c)
+	retryableadapter.Configure(c)
 	c.HTTPClient.CloseIdleConnections()
 	require.EqualValues(t, 1, ci.closed.Load())
 
 	c = &retryablehttp.Client{}
-	headway.ConfigureRetryablehttp(c, headway.WithMaxAttempts(1))
+	retryableadapter.Configure(c, retryableadapter.WithMaxAttempts(1))
 	require.NotNil(t, c.HTTPClient)
 	require.Equal(t, 0, c.RetryMax)
 
 	c = retryablehttp.NewClient()
-	headway.ConfigureRetryablehttp(c, headway.WithMaxAttempts(5), headway.WithoutRetries())
+	retryableadapter.Configure(c, retryableadapter.WithMaxAttempts(5), retryableadapter.WithoutRetries())
 	require.Equal(t, 0, c.RetryMax)
 }
 
