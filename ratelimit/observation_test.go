@@ -126,6 +126,9 @@ func TestParseRetryAfterHTTPDate(t *testing.T) {
 		{"IMF-fixdate padded", " \tWed, 25 Nov 2026 21:32:42 GMT\t ", hdrNow, want},
 		{"RFC 850", "Wednesday, 25-Nov-26 21:32:42 GMT", hdrNow, want},
 		{"RFC 850 four-digit year", "Wednesday, 25-Nov-2026 21:32:42 GMT", hdrNow, want},
+		{"RFC 850 with UTC, as time.RFC850 writes it", "Wednesday, 25-Nov-26 21:32:42 UTC", hdrNow, want},
+		{"RFC 850 four-digit year with UTC", "Wednesday, 25-Nov-2026 21:32:42 UTC", hdrNow, want},
+		{"single-digit day with UTC", "Thu, 5 Nov 2026 21:32:42 UTC", nov5, want},
 		{"asctime", "Wed Nov 25 21:32:42 2026", hdrNow, want},
 		{"asctime single-digit day", "Thu Nov  5 21:32:42 2026", nov5, want},
 		// The weekday is not checked against the date: 5 Nov 2026 is a Thursday.

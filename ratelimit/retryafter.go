@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"math/bits"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -95,10 +96,11 @@ func untilClamped(now, t time.Time) time.Duration {
 }
 
 // httpDateLayouts are the forms an HTTP-date takes in the wild: the three of
-// RFC 9110 and IMF-fixdate with a "UTC" zone (sethvargo/go-limiter and others).
+// RFC 9110 and common variants. Each zoned layout is also read with "UTC" in
+// place of "GMT" (sethvargo/go-limiter writes IMF-fixdate so, and Go's own
+// time.RFC850 writes "Thursday, 26-Nov-26 03:18:46 UTC").
 var httpDateLayouts = [...]string{
 	http.TimeFormat,                    // Sun, 06 Nov 1994 08:49:37 GMT
-	"Mon, 02 Jan 2006 15:04:05 UTC",    // the same with UTC
 	"Monday, 02-Jan-06 15:04:05 GMT",   // RFC 850
 	"Mon Jan _2 15:04:05 2006",         // asctime
 	"Mon, 2 Jan 2006 15:04:05 GMT",     // single-digit day, seen in the wild
@@ -113,6 +115,9 @@ func parseHTTPDate(v string) (time.Time, bool) {
 	}
 	if len(v) < len("Mon Jan 2 15:04:05 2006") || len(v) > 64 {
 		return time.Time{}, false
+	}
+	if rest, ok := strings.CutSuffix(v, " UTC"); ok {
+		v = rest + " GMT" // the layouts spell the zone GMT; both mean UTC
 	}
 	for _, layout := range httpDateLayouts {
 		if t, err := time.Parse(layout, v); err == nil {
