@@ -52,7 +52,21 @@ func IsTransient(err error) bool {
 			return true
 		}
 	}
-	return false
+	return truncatedStatus(msg)
+}
+
+// truncatedStatus reports whether msg is net/http's complaint about a status
+// line cut short in its code (`malformed HTTP status code "42"`, or "" when
+// the line ended after the version), rather than about one that is not HTTP
+// at all (`malformed HTTP status code "garbage"`), which no retry cures.
+func truncatedStatus(msg string) bool {
+	const prefix = `malformed HTTP status code "`
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return false
+	}
+	code, _, ok := strings.Cut(msg[i+len(prefix):], `"`)
+	return ok && len(code) < 3 && strings.Trim(code, "0123456789") == ""
 }
 
 var transientMessages = [...]string{
@@ -61,11 +75,9 @@ var transientMessages = [...]string{
 	"http2: client connection lost",
 	"connection reset by peer",
 	"broken pipe",
-	// A connection closed in the middle of a status or header line reads as
-	// a malformed one; a clean close at the same point is an EOF, retried
-	// above. A response that is not HTTP at all ("malformed HTTP
-	// response") is not retried.
-	"malformed HTTP status code",
+	// A connection closed in the middle of a header line reads as a
+	// malformed one; a clean close at the same point is an EOF, retried
+	// above. (A status line cut short is truncatedStatus's.)
 	"malformed MIME header",
 	// HTTP/2 streams reset by the server: the fault HTTP/1.1 reports as a
 	// closed connection. REFUSED_STREAM also means "not processed" (see

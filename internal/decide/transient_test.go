@@ -64,6 +64,13 @@ func TestIsTransient(t *testing.T) {
 		{"certificate error with a reset", errors.Join(&tls.CertificateVerificationError{}, syscall.ECONNRESET), false},
 		{"unsupported scheme", errors.New(`unsupported protocol scheme "ftp"`), false},
 		{"malformed response", errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP response "garbage"`), false},
+		{"status line cut in its code", errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP status code "42"`), true},
+		{"status line cut after the version", errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP status code ""`), true},
+		{"status code not a number", errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP status code "garbage"`), false},
+		{"header line cut short", errors.New(`net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "Content-Ty"`), true},
+		{"HTTP/2 stream reset", errors.New("stream error: stream ID 1; INTERNAL_ERROR; received from peer"), true},
+		{"HTTP/2 stream refused", errors.New("stream error: stream ID 3; REFUSED_STREAM; received from peer"), true},
+		{"HTTP/2 protocol error", errors.New("stream error: stream ID 3; PROTOCOL_ERROR; received from peer"), false},
 		{"other", errors.New("something else"), false},
 	}
 	for _, tc := range tests {
@@ -71,4 +78,11 @@ func TestIsTransient(t *testing.T) {
 			require.Equal(t, tc.want, IsTransient(tc.err), "%v", tc.err)
 		})
 	}
+}
+
+func TestUnprocessed(t *testing.T) {
+	require.True(t, Unprocessed(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}))
+	require.True(t, Unprocessed(errors.New("stream error: stream ID 3; REFUSED_STREAM; received from peer")))
+	require.False(t, Unprocessed(errors.New("stream error: stream ID 1; INTERNAL_ERROR; received from peer")))
+	require.False(t, Unprocessed(syscall.ECONNRESET))
 }
