@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"time"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/ratelimittest"
 )
 
 // A server that refuses the first request with 429 and Retry-After.
@@ -108,4 +110,37 @@ func ExampleRateLimitError() {
 		fmt.Println(errors.Is(err, headway.ErrRateLimitExceeded), rle.Reason, rle.RetryAfter, rle.Attempts)
 	}
 	// Output: true wait longer than max wait 1h0m0s 1
+}
+
+// A test of your own client can run an emulated API and headway on one
+// ratelimittest.ManualClock: nothing sleeps on the real clock, and the
+// client waits exactly what the server says.
+func ExampleWithClock() {
+	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 2, Window: time.Second}))
+	defer srv.Close()
+	client := headway.Wrap(srv.Client(), headway.WithClock(clock), headway.WithRandSource(rand.NewPCG(1, 2)))
+
+	// Move the fake time on whenever the client waits for it.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		for clock.BlockUntilWaiting(ctx, 1) == nil {
+			clock.Advance(10 * time.Millisecond)
+		}
+	}()
+
+	start := clock.Now()
+	for range 5 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	st := srv.Stats()
+	fmt.Println("served:", st.Served, "refused:", st.Rejected, "fake seconds:", clock.Now().Sub(start).Truncate(time.Second).Seconds())
+	// Output: served: 5 refused: 2 fake seconds: 2
 }

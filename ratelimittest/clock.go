@@ -2,6 +2,7 @@ package ratelimittest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -26,13 +27,33 @@ func (realClock) Now() time.Time { return time.Now() }
 // ManualClock is a Clock that moves only when told to, for deterministic
 // tests: admit a burst, Advance past a window, assert again. It is safe for
 // concurrent use.
+//
+// It is also a complete clock for the client side: its Sleep and AfterFunc
+// wait until Advance moves time past their deadline, so that one
+// ManualClock given to both a ratelimittest server (WithClock) and a headway
+// client (headway.WithClock) runs the two on the same fake time, with no
+// real sleeps. A test advances time once the code under test is waiting:
+//
+//	clock.BlockUntilWaiting(ctx, 1) // the client sleeps on the clock
+//	clock.Advance(time.Second)      // and wakes a second later
 type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	waiters []*waiter
+	changed chan struct{} // closed and replaced whenever a waiter is added
+}
+
+// waiter is a pending Sleep or AfterFunc.
+type waiter struct {
+	at   time.Time
+	fire func() // called once the deadline has passed, outside the lock
+	done bool   // fired or stopped
 }
 
 // NewManualClock returns a ManualClock reading start.
-func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
+func NewManualClock(start time.Time) *ManualClock {
+	return &ManualClock{now: start, changed: make(chan struct{})}
+}
 
 // Now returns the clock's time.
 func (c *ManualClock) Now() time.Time {
@@ -41,24 +62,133 @@ func (c *ManualClock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d (a negative d is ignored: the
-// server's time never runs backwards).
+// Advance moves the clock forward by d and wakes every Sleep and AfterFunc
+// whose deadline it reaches, earliest first. A negative d is ignored: the
+// server's time never runs backwards; Advance(0) only wakes what is due.
 func (c *ManualClock) Advance(d time.Duration) {
-	if d <= 0 {
-		return
-	}
 	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	if d > 0 {
+		c.now = c.now.Add(d)
+	}
+	c.fireLocked()
 }
 
-// Set moves the clock to t if t is later than its time.
+// Set moves the clock to t if t is later than its time, waking what is due.
 func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
 	if t.After(c.now) {
 		c.now = t
 	}
+	c.fireLocked()
+}
+
+// fireLocked takes the due waiters out, unlocks, and fires them in order.
+func (c *ManualClock) fireLocked() {
+	var due []*waiter
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		switch {
+		case w.done:
+		case !w.at.After(c.now):
+			w.done = true
+			due = append(due, w)
+		default:
+			kept = append(kept, w)
+		}
+	}
+	clear(c.waiters[len(kept):])
+	c.waiters = kept
 	c.mu.Unlock()
+	slices.SortStableFunc(due, func(a, b *waiter) int { return a.at.Compare(b.at) })
+	for _, w := range due {
+		w.fire()
+	}
+}
+
+// add registers a waiter due d from now; d <= 0 fires it at once.
+func (c *ManualClock) add(d time.Duration, fire func()) *waiter {
+	c.mu.Lock()
+	w := &waiter{at: c.now.Add(d), fire: fire}
+	c.waiters = append(c.waiters, w)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	if d <= 0 {
+		c.fireLocked()
+	} else {
+		c.mu.Unlock()
+	}
+	return w
+}
+
+// stop cancels w, reporting whether it had not fired yet.
+func (c *ManualClock) stop(w *waiter) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.done {
+		return false
+	}
+	w.done = true
+	return true
+}
+
+// Sleep waits until the clock has been advanced by d, or until ctx is done,
+// in which case it returns ctx.Err(). A d <= 0 returns at once (ctx.Err()).
+func (c *ManualClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil || d <= 0 {
+		return err
+	}
+	ch := make(chan struct{})
+	w := c.add(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		if !c.stop(w) {
+			return nil // woken as ctx ended: the sleep was complete
+		}
+		return ctx.Err()
+	}
+}
+
+// AfterFunc calls f in its own goroutine once the clock has been advanced by
+// d (at once for d <= 0). stop prevents the call if it has not started,
+// reporting whether it did so.
+func (c *ManualClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	w := c.add(d, func() { go f() })
+	return func() bool { return c.stop(w) }
+}
+
+// Waiting returns how many Sleep calls and AfterFunc timers wait for the
+// clock to move.
+func (c *ManualClock) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, w := range c.waiters {
+		if !w.done {
+			n++
+		}
+	}
+	return n
+}
+
+// BlockUntilWaiting returns once at least n Sleep calls and AfterFunc
+// timers wait for the clock to move, or with ctx.Err() when ctx is done
+// first, so that a test advances time only when the code under test waits.
+func (c *ManualClock) BlockUntilWaiting(ctx context.Context, n int) error {
+	for {
+		c.mu.Lock()
+		ch := c.changed
+		c.mu.Unlock()
+		if c.Waiting() >= n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // sleep waits d on clock, honouring ctx.

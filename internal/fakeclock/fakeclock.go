@@ -1,12 +1,16 @@
 // Package fakeclock is a deterministic clock for headway's tests: time moves
-// only when a test (or, in auto mode, a sleeper) moves it.
+// only when a test (or, in auto mode, a sleeper) moves it. It is
+// ratelimittest.ManualClock, the clock a user's own tests share between a
+// headway client and an emulated API, plus an auto mode and a record of
+// every Sleep.
 package fakeclock
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
+
+	"github.com/headway-go/headway/ratelimittest"
 )
 
 // Clock is a fake headway.Clock. In auto mode (New(start, true)) every Sleep
@@ -14,30 +18,15 @@ import (
 // without waiting while its waits are recorded exactly. In manual mode
 // sleepers and timers wait until Advance moves time past their deadline.
 type Clock struct {
-	mu      sync.Mutex
-	now     time.Time
-	auto    bool
-	waiters []*waiter
-	sleeps  []time.Duration
-	changed chan struct{} // closed and replaced whenever a waiter is added
-}
-
-type waiter struct {
-	at   time.Time
-	f    func()
-	done bool
+	*ratelimittest.ManualClock
+	auto   bool
+	mu     sync.Mutex
+	sleeps []time.Duration
 }
 
 // New returns a fake clock reading start.
 func New(start time.Time, auto bool) *Clock {
-	return &Clock{now: start, auto: auto, changed: make(chan struct{})}
-}
-
-// Now returns the fake time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+	return &Clock{ManualClock: ratelimittest.NewManualClock(start), auto: auto}
 }
 
 // Sleeps returns every duration passed to Sleep so far, in call order.
@@ -55,114 +44,18 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	c.mu.Lock()
 	c.sleeps = append(c.sleeps, d)
-	if d <= 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	if c.auto {
-		c.mu.Unlock()
-		c.Advance(d)
-		return nil
-	}
-	ch := make(chan struct{})
-	w := &waiter{at: c.now.Add(d), f: func() { close(ch) }}
-	c.addLocked(w)
 	c.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		c.mu.Lock()
-		w.done = true
-		c.mu.Unlock()
-		return ctx.Err()
+	if !c.auto || d <= 0 {
+		return c.ManualClock.Sleep(ctx, d)
 	}
-}
-
-// AfterFunc runs f in a goroutine once the fake time reaches now+d.
-func (c *Clock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	w := &waiter{at: c.now.Add(d), f: func() { go f() }}
-	c.addLocked(w)
-	c.mu.Unlock()
-	if d <= 0 {
-		c.Advance(0)
-	}
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if w.done {
-			return false
-		}
-		w.done = true
-		return true
-	}
-}
-
-func (c *Clock) addLocked(w *waiter) {
-	c.waiters = append(c.waiters, w)
-	close(c.changed)
-	c.changed = make(chan struct{})
-}
-
-// Advance moves time forward by d and fires every timer and sleeper due.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*waiter
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		switch {
-		case w.done:
-		case !w.at.After(c.now):
-			w.done = true
-			due = append(due, w)
-		default:
-			kept = append(kept, w)
-		}
-	}
-	c.waiters = kept
-	c.mu.Unlock()
-	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-	for _, w := range due {
-		w.f()
-	}
+	c.Advance(d)
+	return nil
 }
 
 // Pending returns how many sleepers and timers wait for time to move.
-func (c *Clock) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, w := range c.waiters {
-		if !w.done {
-			n++
-		}
-	}
-	return n
-}
+func (c *Clock) Pending() int { return c.Waiting() }
 
 // WaitForPending blocks until at least n sleepers or timers are pending or
 // ctx is done, so a test can advance time only once the code under test is
 // actually waiting.
-func (c *Clock) WaitForPending(ctx context.Context, n int) error {
-	for {
-		c.mu.Lock()
-		ch := c.changed
-		pending := 0
-		for _, w := range c.waiters {
-			if !w.done {
-				pending++
-			}
-		}
-		c.mu.Unlock()
-		if pending >= n {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
+func (c *Clock) WaitForPending(ctx context.Context, n int) error { return c.BlockUntilWaiting(ctx, n) }
