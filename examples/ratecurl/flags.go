@@ -49,6 +49,7 @@ type options struct {
 	maxDelay    time.Duration
 	noRetry     bool
 	noPace      bool
+	idemKeys    bool
 	timeout     time.Duration
 	verbose     bool
 	json        bool
@@ -68,6 +69,9 @@ func (o *options) headwayOptions() []headway.Option {
 	}
 	if o.noPace {
 		opts = append(opts, headway.WithoutPacing())
+	}
+	if o.idemKeys {
+		opts = append(opts, headway.WithIdempotencyKeys())
 	}
 	return opts
 }
@@ -114,6 +118,8 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 	fs.DurationVar(&o.maxDelay, "max-delay", headway.DefaultMaxDelay, "cap of the backoff (a server's Retry-After may ask for more)")
 	fs.BoolVar(&o.noRetry, "no-retry", false, "never retry: report responses and errors as they come")
 	fs.BoolVar(&o.noPace, "no-pace", false, "never hold requests back before sending them")
+	fs.BoolVar(&o.idemKeys, "idempotency-keys", false,
+		"give each POST or PATCH its own random Idempotency-Key (the same on its retries), so it may be retried after a 5xx; -H sends one key to all")
 	fs.DurationVar(&o.timeout, "timeout", 0, "overall timeout of each request, retries and body included (0: none)")
 	fs.BoolVar(&o.verbose, "v", false, "print a line on stderr for every retry and every finished request")
 	fs.BoolVar(&o.json, "json", false, "print one JSON summary on stdout and nothing else")

@@ -285,6 +285,31 @@ func TestPostRepeatedAfter503WithIdempotencyKey(t *testing.T) {
 	require.Equal(t, map[string]int{"201": 1}, r.Status)
 }
 
+// TestIdempotencyKeysFlag: each of the -n requests gets its own key, kept
+// on its retries, so a POST is repeated after a 503 (-H would send one key
+// to all of them).
+func TestIdempotencyKeysFlag(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request, hit int) {
+		if hit%2 == 1 {
+			statusHandler(http.StatusServiceUnavailable)(w, nil, hit)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	code, r, out := runJSON(t, "-n", "3", "-d", "order=42", "-idempotency-keys", "-base-delay", "2ms", srv.URL)
+	require.Equal(t, exitOK, code, out.stderr)
+	hits, _, _, keys := srv.seen()
+	require.Equal(t, 6, hits)
+	require.Equal(t, map[string]int{"201": 3}, r.Status)
+	for i := 0; i < 6; i += 2 {
+		require.Len(t, keys[i], 32)
+		require.Equal(t, keys[i], keys[i+1], "a request's retry carries its key")
+	}
+	require.NotEqual(t, keys[0], keys[2])
+	require.NotEqual(t, keys[2], keys[4])
+	require.NotEqual(t, keys[0], keys[4])
+}
+
 func TestPostRepeatedAfter429(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request, hit int) {
 		if hit == 1 {
