@@ -12,26 +12,12 @@
 // # The model
 //
 // A server that limits its clients says so in its headers: a 429 or 503 with
-// Retry-After, and often counters. ParseHeaders turns one response's headers
-// into an Observation, once per response. Both layers act on its
-// Retry-After and on the server's verdict; its quotas go into
-// RateLimitError.
-//
-// An Observation holds the server's Retry-After, its verdict on retrying,
-// and the Policies it announced: for each quota its name, limit, remaining,
-// window, time until reset and unit (requests, tokens, ...). Every dialect
-// in use is read into that one model (see Dialect): the IETF RateLimit
-// fields in each of their drafts, X-RateLimit-* and the vendors that give
-// it their own meaning (GitHub, Bitbucket, Discord, Reddit, Envoy, Jira),
-// GitLab, OpenAI and its imitators, Anthropic, Kong, Linear, Azure,
-// Zendesk, Shopify, HubSpot, Salesforce, X and Okta, Stripe. Header names
-// are matched whatever their case. Absolute times are measured against the
-// response's Date header, so a client whose clock is off still reads the
-// wait the server meant; where a dialect does not say whether a number is a
-// delay or a time, a documented rule decides. Bad values never give a
-// negative or unbounded duration. A response without rate-limit headers
-// costs no allocation; `ratecurl -explain` shows what headway reads in a
-// captured response.
+// Retry-After, and often counters of its quotas. Package ratelimit reads
+// every dialect in use into one model, an Observation, once per response;
+// both layers act on it. Package ratelimittest emulates rate-limited APIs
+// for tests, on a fake clock that a headway client can share, and package
+// retryableadapter gives a go-retryablehttp client headway's retry
+// decisions.
 //
 // The retry layer (outer) decides, after each attempt, whether another one
 // is safe and useful, and how long to wait first:
@@ -54,13 +40,21 @@
 //     never sooner, in every form (delay-seconds, fractional, HTTP-dates
 //     measured against the response's Date, retry-after-ms). Without one,
 //     or when it is zero or in the past (no licence to storm), jittered
-//     exponential backoff decides, and a 429 waits at least the base delay.
+//     exponential backoff decides, and a 429 waits at least the base delay
+//     and never less than 100 ms. Draining the discarded response is part
+//     of the wait, not added to it.
 //     See Backoff and Jitter.
 //   - When to give up at once, without sleeping: the server asks for more
 //     than WithMaxWait, or the wait would end after the context's deadline.
-//     A 429 then becomes a *RateLimitError; a 5xx is returned as it came.
+//     A 429 then becomes a *RateLimitError; a 5xx is returned as it came. A
+//     context that ends during a wait gives a *RateLimitError (after a 429)
+//     or a *RetryError that keeps what the attempts learnt and wraps the
+//     context's error.
 //   - A retry budget per key (WithRetryBudget) bounds retries of failures to
 //     about 10% of requests, so an outage is not multiplied by retries.
+//
+// Wrapping a client twice does not stack the layers: NewTransport recognises
+// its own transport and replaces it.
 //
 // The pacing layer (inner, so every attempt is paced) holds requests back
 // before they are sent when the server has said they would be refused: after
@@ -79,5 +73,6 @@
 //
 // Every wait goes through a Clock (WithClock) and all randomness through one
 // source (WithRandSource), so retry schedules can be tested on fake time with
-// exact delays.
+// exact delays. ratelimittest.ManualClock is such a clock, and an emulated
+// API can run on the same one (see the example of WithClock).
 package headway

@@ -1,16 +1,6 @@
-package sf
-
-import (
-	"encoding/base64"
-	"errors"
-	"strconv"
-	"strings"
-
-	"github.com/dunglas/httpsfv"
-)
-
-// This file reads the RFC 9651 (formerly 8941) structured fields the IETF
-// drafts use. Each field line is read in up to three ways, in order:
+// Package sf reads the RFC 9651 (formerly 8941) structured fields that the
+// IETF rate-limit drafts use (RateLimit, RateLimit-Policy), fast and
+// leniently. Each field line is read in up to three ways, in order:
 //
 //  1. a strict scanner for the part of RFC 9651 that rate-limit fields use
 //     (Items whose bare values are integers, decimals, strings without
@@ -26,18 +16,30 @@ import (
 //
 // Only what rate-limit fields use is kept: a member's bare value and the
 // parameters q, qu, w, pk, r, t and name.
+package sf
+
+import (
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/dunglas/httpsfv"
+)
 
 // Kind is the type of a structured-field value, as far as we care.
 type Kind uint8
 
+// The kinds of value.
 const (
-	Absent Kind = iota
-	Number      // integer or decimal
-	String      // string or token
-	Bytes       // byte sequence, decoded into str
-	Bool
+	Absent Kind = iota // no value (a parameter that is not there)
+	Number             // integer or decimal
+	String             // string or token
+	Bytes              // byte sequence, decoded into Str
+	Bool               // boolean
 )
 
+// Value is a bare item: a member's value or a parameter's.
 type Value struct {
 	Kind Kind
 	B    bool    // a Bool
@@ -90,7 +92,7 @@ type Item struct {
 	Params [numParams]Value
 }
 
-// param returns a kept parameter, by its index (ParamQ, ParamQU, ...).
+// Param returns a kept parameter, by its index (ParamQ, ParamQU, ...).
 func (it *Item) Param(i int) (Value, bool) {
 	v := it.Params[i]
 	return v, v.Kind != Absent
@@ -127,7 +129,7 @@ type Reader struct {
 // validated to its end before the rest is read.
 const readAhead = 4
 
-// next reads the next member into it; false at the end.
+// Next reads the next member into it; false at the end.
 func (r *Reader) Next(it *Item) bool {
 	for {
 		if r.ibuf < r.nbuf {
