@@ -13,7 +13,10 @@
 // if every policy admits it, and only then is it charged to all of them.
 // Each policy keeps one state per partition key: one shared quota by
 // default, or one per API key (ByHeader) or per client address
-// (ByClientAddr).
+// (ByClientAddr). A fixed window is aligned to the clock unless its
+// Policy.Anchor is AnchorFirstRequest: then each key's window starts at its
+// first request, as a Redis INCR+EXPIRE counter's does, and its resets count
+// to the end of that window.
 //
 // Every algorithm is exact: times are integer nanoseconds and rates are kept
 // as reduced fractions, so "3 per second" admits exactly 3 in every second,

@@ -389,6 +389,8 @@ func TestInvalidOptions(t *testing.T) {
 		"unknown unit":     rlt.WithPolicy(rlt.Policy{Unit: "bytes", Limit: 1, Window: time.Second}),
 		"huge numbers":     rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 7, Window: 1000 * time.Hour, Burst: 1 << 40}),
 		"huge log":         rlt.WithPolicy(rlt.Policy{Algorithm: rlt.SlidingLog, Limit: 1 << 30, Window: time.Second}),
+		"anchored bucket":  rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}),
+		"unknown anchor":   rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second, Anchor: "midnight"}),
 		"dialect":          rlt.WithDialect("ietf-draft-99"),
 		"clashing drafts":  rlt.WithDialect(rlt.IETF, rlt.IETFDraft04),
 		"clashing x-":      rlt.WithDialect(rlt.OpenAI, rlt.GitHub, rlt.Discord),

@@ -71,6 +71,9 @@ func (ks *keyState) decideLocked(rules []*rule, now int64, costs []int64, out []
 	d := decision{admitted: true, now: now, status: out[:len(rules)]}
 	for i, m := range ks.meters {
 		m.advance(now)
+		if a, ok := m.(arriver); ok {
+			a.arrive()
+		}
 		ok, wait := m.fits(costs[i])
 		d.status[i] = policyStatus{rule: rules[i], refused: !ok, wait: wait}
 		if ok {

@@ -20,7 +20,8 @@ const (
 	// FixedWindow admits up to Limit per window; windows are aligned to the
 	// clock (multiples of Window since the Unix epoch) and start empty, so up
 	// to twice the limit can pass in a span shorter than a window that
-	// straddles a boundary.
+	// straddles a boundary. With Policy.Anchor AnchorFirstRequest each key's
+	// window starts at its first request instead.
 	FixedWindow Algorithm = "fixed-window"
 	// SlidingLog remembers the time of each admitted unit and admits a
 	// request only if no window-long span ending now would hold more than
@@ -79,6 +80,47 @@ func joinNames[T ~string](xs []T) string {
 	return strings.Join(s, ", ")
 }
 
+// Anchor says when a FixedWindow policy's windows start.
+type Anchor string
+
+// The anchors.
+const (
+	// AnchorClock aligns every key's windows to the clock: they start at
+	// multiples of Window since the Unix epoch (go-chi/httprate, most
+	// gateways). It is the default.
+	AnchorClock Anchor = "clock"
+	// AnchorFirstRequest starts a key's window at its first request, and
+	// the next one at its first request after that window has ended, as a
+	// Redis INCR+EXPIRE counter does (the key is created, and its expiry
+	// set, by the first request) and as express-rate-limit's stores do.
+	// Every request that reaches the limiter opens a window when none is
+	// open, whether it is admitted or refused (by another policy, or for a
+	// cost that can never fit); as always, only an admitted request is
+	// charged. A key's reset and a refusal's Retry-After count to the end
+	// of its own window, and while a window is open the reset counts to
+	// its end even if nothing has been charged to it yet: the window, not
+	// the count, is what a new request would find.
+	AnchorFirstRequest Anchor = "first-request"
+)
+
+// anchors lists the anchors, for ParseAnchor.
+var anchors = []Anchor{AnchorClock, AnchorFirstRequest}
+
+// ParseAnchor returns the anchor named s (case-insensitive; "_" may stand
+// for "-"; "aligned" is AnchorClock, "first" AnchorFirstRequest).
+func ParseAnchor(s string) (Anchor, error) {
+	if a, ok := lookupName(s, anchors); ok {
+		return a, nil
+	}
+	switch normalName(s) {
+	case "aligned", "":
+		return AnchorClock, nil
+	case "first":
+		return AnchorFirstRequest, nil
+	}
+	return "", fmt.Errorf("ratelimittest: unknown anchor %q (want one of %s)", s, joinNames(anchors))
+}
+
 // Unit is what a policy counts.
 type Unit string
 
@@ -111,6 +153,10 @@ type Policy struct {
 	Burst int
 	// Unit is what the policy counts; it defaults to UnitRequests.
 	Unit Unit
+	// Anchor says when windows start: AnchorClock (the default, also
+	// meant by "") or AnchorFirstRequest. Only FixedWindow has windows to
+	// anchor; another algorithm with AnchorFirstRequest is an error.
+	Anchor Anchor
 	// Cost says how many units a request uses. Nil charges 1. A negative
 	// cost is charged as 0.
 	Cost func(*http.Request) int
@@ -151,6 +197,7 @@ type rule struct {
 	named     bool // the name was given, not made from the numbers
 	alg       Algorithm
 	unit      Unit
+	anchored  bool  // windows start at a key's first request (AnchorFirstRequest)
 	limit     int64 // per window
 	window    int64 // ns
 	burst     int64 // bucket capacity (= limit for the window algorithms)
@@ -174,6 +221,16 @@ func compile(p Policy) (*rule, error) {
 	case UnitRequests, UnitTokens, UnitInputTokens, UnitOutputTokens:
 	default:
 		return nil, fmt.Errorf("unknown unit %q", p.Unit)
+	}
+	switch p.Anchor {
+	case "", AnchorClock:
+	case AnchorFirstRequest:
+		if r.alg != FixedWindow {
+			return nil, fmt.Errorf("anchor %s: only %s has windows to start at a key's first request, not %s", p.Anchor, FixedWindow, r.alg)
+		}
+		r.anchored = true
+	default:
+		return nil, fmt.Errorf("unknown anchor %q (want one of %s)", p.Anchor, joinNames(anchors))
 	}
 	if p.Limit < 1 {
 		return nil, fmt.Errorf("limit %d: must be at least 1", p.Limit)
@@ -209,6 +266,9 @@ func (r *rule) String() string {
 	switch r.alg {
 	case TokenBucket, LeakyBucket, GCRA:
 		s += fmt.Sprintf(" (burst %d)", r.burst)
+	}
+	if r.anchored {
+		s += " (windows from each key's first request)"
 	}
 	return s
 }
@@ -248,6 +308,13 @@ type meter interface {
 	status() (remaining, reset int64)
 }
 
+// arriver is a meter whose state changes when a request arrives, admitted
+// or not: an anchored window opens then. The limiter calls arrive after
+// advance for every request (and never for a sweep, which only advances).
+type arriver interface {
+	arrive()
+}
+
 func (r *rule) newMeter(now int64) meter {
 	var m meter
 	switch r.alg {
@@ -262,6 +329,10 @@ func (r *rule) newMeter(now int64) meter {
 	case GCRA:
 		m = &gcra{r: r, tat: mixed{ns: now}}
 	default:
+		if r.anchored {
+			m = &anchoredWindow{r: r}
+			break
+		}
 		m = &fixedWindow{r: r, start: floorDiv(now, r.window) * r.window}
 	}
 	m.advance(now)

@@ -14,6 +14,9 @@ func clone(m meter) meter {
 	case *fixedWindow:
 		c := *m
 		return &c
+	case *anchoredWindow:
+		c := *m
+		return &c
 	case *slidingLog:
 		c := *m
 		c.buf = append([]int64(nil), m.buf...)
@@ -56,6 +59,9 @@ func checkMeter(t testing.TB, r *rule, start int64, steps []step) []int64 {
 	for i, s := range steps {
 		now += s.dt
 		m.advance(now)
+		if a, ok := m.(arriver); ok {
+			a.arrive() // as the limiter does for every request
+		}
 		rem, reset := m.status()
 		require.GreaterOrEqual(t, rem, int64(0), "step %d", i)
 		require.LessOrEqual(t, rem, r.capacity(), "step %d", i)
@@ -138,9 +144,14 @@ func TestMetersInvariants(t *testing.T) {
 		{10, 0, time.Second}, {3, 0, time.Second}, {7, 2, 1100 * time.Millisecond},
 		{1, 0, time.Minute}, {50, 120, 90 * time.Second}, {1000, 10, time.Millisecond},
 	}
+	policies := []Policy{{Algorithm: FixedWindow, Anchor: AnchorFirstRequest}}
 	for _, alg := range Algorithms() {
+		policies = append(policies, Policy{Algorithm: alg})
+	}
+	for _, p := range policies {
 		for _, sh := range shapes {
-			r := mustRule(t, Policy{Algorithm: alg, Limit: sh.limit, Window: sh.window, Burst: sh.burst})
+			p.Limit, p.Window, p.Burst = sh.limit, sh.window, sh.burst
+			r := mustRule(t, p)
 			t.Run(r.String(), func(t *testing.T) {
 				for seed := range uint64(8) {
 					rng := rand.New(rand.NewPCG(seed, 7))
@@ -364,4 +375,35 @@ func greedy(t testing.TB, r *rule, n int) []int64 {
 		got = append(got, now)
 	}
 	return got
+}
+
+// An anchored window admits its limit from a key's first request, then
+// nothing until the window ends, and the first request after that opens the
+// next; an aligned window restarts on the clock instead.
+func TestAnchoredWindowTimes(t *testing.T) {
+	ms := int64(time.Millisecond)
+	// A request every ms from 250ms after an aligned instant.
+	steps := append([]step{{250 * ms, 1}}, dense(time.Millisecond, 2500*time.Millisecond)[1:]...)
+	anchored := checkMeter(t, mustRule(t, Policy{Limit: 3, Window: time.Second, Anchor: AnchorFirstRequest}), base, steps)
+	aligned := checkMeter(t, mustRule(t, Policy{Limit: 3, Window: time.Second}), base, steps)
+	at := func(got []int64) []int64 {
+		out := make([]int64, len(got))
+		for i, a := range got {
+			out[i] = (a - base) / ms
+		}
+		return out
+	}
+	require.Equal(t, []int64{250, 251, 252, 1250, 1251, 1252, 2250, 2251, 2252}, at(anchored))
+	require.Equal(t, []int64{250, 251, 252, 1000, 1001, 1002, 2000, 2001, 2002}, at(aligned))
+
+	// A gap longer than a window: the next window starts at the next
+	// request, wherever it falls.
+	r := mustRule(t, Policy{Limit: 2, Window: time.Second, Anchor: AnchorFirstRequest})
+	got := checkMeter(t, r, base, []step{{0, 1}, {0, 1}, {0, 1}, {2700 * ms, 1}, {999 * ms, 1}, {0, 1}, {ms - 1, 1}, {1, 1}})
+	require.Equal(t, []int64{0, 0, 2700 * ms, 3699 * ms, 3700 * ms}, func() []int64 {
+		for i := range got {
+			got[i] -= base
+		}
+		return got
+	}())
 }

@@ -1,0 +1,142 @@
+package ratelimittest_test
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	rlt "github.com/headway-go/headway/ratelimittest"
+)
+
+// Anchored fixed windows start at each key's first request, not on the
+// clock, and the headers count to the end of the key's own window.
+func TestAnchoredWindows(t *testing.T) {
+	epoch := start.Unix()
+	t.Run("per key", func(t *testing.T) {
+		h, clock := newHandler(t, rlt.WithPartition(rlt.ByHeader("K")), rlt.WithDialect(rlt.IETFDraft07, rlt.OpenAI, rlt.XRateLimit),
+			rlt.WithPolicy(rlt.Policy{Limit: 3, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
+		alice := func() *http.Response { return call(h, "K", "alice") }
+		res := alice() // 12:00:00.25: alice's window is [00.25, 01.25)
+		require.Equal(t, 200, res.StatusCode)
+		require.Equal(t, "limit=3, remaining=2, reset=1", res.Header.Get("RateLimit"))
+		require.Equal(t, "1s", res.Header.Get("X-Ratelimit-Reset-Requests"), "a whole window, not the 750ms to the next second")
+		require.Equal(t, strconv.FormatInt(epoch+2, 10), res.Header.Get("X-RateLimit-Reset"), "12:00:01.25, rounded up")
+
+		clock.Advance(900 * time.Millisecond) // 12:00:01.15: a clock-aligned window would be new
+		require.Equal(t, []int{200, 200}, statuses(h, 2, "K", "alice"))
+		res = alice()
+		require.Equal(t, 429, res.StatusCode)
+		require.Equal(t, "1", res.Header.Get("Retry-After"))
+		require.Equal(t, "100ms", res.Header.Get("X-Ratelimit-Reset-Requests"))
+		require.Equal(t, "limit=3, remaining=0, reset=1", res.Header.Get("RateLimit"))
+		require.Equal(t, strconv.FormatInt(epoch+2, 10), res.Header.Get("X-RateLimit-Reset"))
+
+		res = call(h, "K", "bob") // bob's window is [01.15, 02.15)
+		require.Equal(t, 200, res.StatusCode)
+		require.Equal(t, "1s", res.Header.Get("X-Ratelimit-Reset-Requests"))
+		require.Equal(t, strconv.FormatInt(epoch+3, 10), res.Header.Get("X-RateLimit-Reset"))
+
+		clock.Advance(99 * time.Millisecond)
+		res = alice()
+		require.Equal(t, 429, res.StatusCode)
+		require.Equal(t, "1ms", res.Header.Get("X-Ratelimit-Reset-Requests"))
+		clock.Advance(time.Millisecond) // 12:00:01.25: alice's window ends; this request opens the next
+		res = alice()
+		require.Equal(t, 200, res.StatusCode)
+		require.Equal(t, "1s", res.Header.Get("X-Ratelimit-Reset-Requests"))
+		require.Equal(t, "limit=3, remaining=2, reset=1", res.Header.Get("RateLimit"))
+
+		var got []time.Duration
+		for _, a := range h.Admissions() {
+			got = append(got, a.Time.Sub(start))
+		}
+		ms := time.Millisecond
+		require.Equal(t, []time.Duration{0, 900 * ms, 900 * ms, 900 * ms, 1000 * ms}, got)
+	})
+	t.Run("a request that cannot fit opens the window", func(t *testing.T) {
+		h, clock := newHandler(t, rlt.WithPolicy(rlt.Policy{Name: "a", Limit: 3, Window: 10 * time.Second,
+			Anchor: rlt.AnchorFirstRequest, Cost: rlt.CostFromHeader("X-Cost", 1)}))
+		res := call(h, "X-Cost", "4")
+		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
+		require.Equal(t, `"a";r=3;t=10`, res.Header.Get("RateLimit"), "the window is open, nothing charged")
+		clock.Advance(4 * time.Second)
+		require.Equal(t, `"a";r=2;t=6`, call(h).Header.Get("RateLimit"), "the window opened by the 413")
+	})
+	t.Run("a request another policy refuses opens the window", func(t *testing.T) {
+		h, clock := newHandler(t,
+			rlt.WithPolicy(rlt.Policy{Name: "a", Limit: 3, Window: 10 * time.Second, Anchor: rlt.AnchorFirstRequest}),
+			rlt.WithPolicy(rlt.Policy{Name: "b", Limit: 1, Window: time.Minute}))
+		res := call(h)
+		require.Equal(t, 200, res.StatusCode)
+		require.Equal(t, `"a";r=2;t=10, "b";r=0;t=60`, res.Header.Get("RateLimit"))
+		clock.Advance(10 * time.Second) // 12:00:10.25: a's window has ended, b's minute has not
+		res = call(h)
+		require.Equal(t, 429, res.StatusCode)
+		require.Equal(t, "50", res.Header.Get("Retry-After"))
+		require.Equal(t, `"a";r=3;t=10, "b";r=0;t=50`, res.Header.Get("RateLimit"))
+		clock.Advance(4 * time.Second)
+		require.Equal(t, `"a";r=3;t=6, "b";r=0;t=46`, call(h).Header.Get("RateLimit"))
+	})
+	t.Run("every algorithm but fixed-window refuses it", func(t *testing.T) {
+		for _, alg := range rlt.Algorithms() {
+			_, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
+			if alg == rlt.FixedWindow {
+				require.NoError(t, err)
+				continue
+			}
+			require.EqualError(t, err, "ratelimittest: policy 1: anchor first-request: only fixed-window has windows to start at a key's first request, not "+string(alg))
+		}
+		_, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second, Anchor: "midnight"}))
+		require.EqualError(t, err, `ratelimittest: policy 1: unknown anchor "midnight" (want one of clock, first-request)`)
+	})
+	t.Run("the clock anchor is the default", func(t *testing.T) {
+		for _, a := range []rlt.Anchor{"", rlt.AnchorClock} {
+			h, _ := newHandler(t, rlt.WithDialect(rlt.OpenAI), rlt.WithPolicy(rlt.Policy{Limit: 3, Window: time.Second, Anchor: a}))
+			require.Equal(t, "750ms", call(h).Header.Get("X-Ratelimit-Reset-Requests"))
+		}
+	})
+}
+
+func TestParseAnchor(t *testing.T) {
+	for in, want := range map[string]rlt.Anchor{
+		"clock": rlt.AnchorClock, " First_Request ": rlt.AnchorFirstRequest, "first": rlt.AnchorFirstRequest,
+		"aligned": rlt.AnchorClock, "": rlt.AnchorClock,
+	} {
+		got, err := rlt.ParseAnchor(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := rlt.ParseAnchor("midnight")
+	require.EqualError(t, err, `ratelimittest: unknown anchor "midnight" (want one of clock, first-request)`)
+}
+
+// Concurrent first requests of many keys: each key gets exactly its quota
+// in its own window, whatever the interleaving.
+func TestAnchoredWindowsUnderConcurrency(t *testing.T) {
+	h, clock := newHandler(t, rlt.WithPartition(rlt.ByHeader("K")), rlt.WithDialect(rlt.XRateLimit, rlt.OpenAI),
+		rlt.WithPolicy(rlt.Policy{Limit: 7, Window: time.Minute, Anchor: rlt.AnchorFirstRequest}))
+	keys := []string{"a", "b", "c", "d"}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				for i := range 10 {
+					res := call(h, "K", keys[(g+i)%len(keys)])
+					if res.StatusCode == 429 {
+						require.NotEmpty(t, res.Header.Get("Retry-After"))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		st := h.Stats()
+		for _, k := range keys {
+			require.Equal(t, rlt.KeyStats{Served: int64(7 * (round + 1)), Rejected: int64(33 * (round + 1))}, st.Keys[k], "round %d, key %s", round, k)
+		}
+		clock.Advance(time.Minute)
+	}
+}
