@@ -118,7 +118,8 @@ func TestParseAnchor(t *testing.T) {
 // in its own window, whatever the interleaving.
 func TestAnchoredWindowsUnderConcurrency(t *testing.T) {
 	h, clock := newHandler(t, rlt.WithPartition(rlt.ByHeader("K")), rlt.WithDialect(rlt.XRateLimit, rlt.OpenAI),
-		rlt.WithPolicy(rlt.Policy{Limit: 7, Window: time.Minute, Anchor: rlt.AnchorFirstRequest}))
+		rlt.WithPolicy(rlt.Policy{Limit: 7, Window: time.Minute, Anchor: rlt.AnchorFirstRequest}),
+		rlt.WithRetryAfterFullWindow(), rlt.WithCoarseResets(), rlt.WithResetAlwaysOne())
 	keys := []string{"a", "b", "c", "d"}
 	for round := range 2 {
 		var wg sync.WaitGroup
@@ -127,8 +128,9 @@ func TestAnchoredWindowsUnderConcurrency(t *testing.T) {
 				for i := range 10 {
 					res := call(h, "K", keys[(g+i)%len(keys)])
 					if res.StatusCode == 429 {
-						require.NotEmpty(t, res.Header.Get("Retry-After"))
+						require.Equal(t, "60", res.Header.Get("Retry-After"))
 					}
+					require.Equal(t, "1s", res.Header.Get("X-Ratelimit-Reset-Requests"))
 				}
 			})
 		}

@@ -124,6 +124,40 @@ type view struct {
 	wait        int64 // ns until admission when refused, or never
 	key         string
 	partitioned bool
+	// The header quirks (see WithRetryAfterFullWindow, WithCoarseResets,
+	// WithResetAlwaysOne).
+	fullWindow, coarse, resetOne bool
+}
+
+// resetIn is the delay the dialects write for a reset d ns away: d itself,
+// or one second (WithResetAlwaysOne), or d rounded up to whole seconds
+// (WithCoarseResets).
+func (v *view) resetIn(d int64) int64 {
+	switch {
+	case v.resetOne:
+		return second
+	case v.coarse:
+		return ceilSeconds(d)
+	}
+	return d
+}
+
+// resetAt is the delay an absolute reset is written for, d ns away: d
+// itself or one second (WithResetAlwaysOne). The absolute time itself is
+// then rounded up, so rounding d first would round twice.
+func (v *view) resetAt(d int64) int64 {
+	if v.resetOne {
+		return second
+	}
+	return d
+}
+
+// ceilSeconds rounds d up to whole seconds, saturating.
+func ceilSeconds(d int64) int64 {
+	if s := ceilDiv(d, second); s <= maxInt64/second {
+		return s * second
+	}
+	return maxInt64
 }
 
 const second = int64(time.Second)
@@ -222,7 +256,7 @@ func (v *view) write(h http.Header, d Dialect) {
 			}
 			name := sfString(s.rule.name)
 			p := fmt.Sprintf("%s;q=%d;w=%d", name, s.rule.capacity(), ietfWindow(s.rule))
-			l := fmt.Sprintf("%s;r=%d;t=%d", name, s.remaining, ceilDiv(s.reset, second))
+			l := fmt.Sprintf("%s;r=%d;t=%d", name, s.remaining, ceilDiv(v.resetIn(s.reset), second))
 			if v.partitioned {
 				pk := ";pk=" + partitionKey(v.key)
 				p, l = p+pk, l+pk
@@ -239,7 +273,7 @@ func (v *view) write(h http.Header, d Dialect) {
 			return
 		}
 		h.Set("RateLimit-Policy", strings.Join(v.draftPolicies(b), ", "))
-		reset := ceilDiv(b.reset, second)
+		reset := ceilDiv(v.resetIn(b.reset), second)
 		if d == IETFDraft07 {
 			h.Set("RateLimit", fmt.Sprintf("limit=%d, remaining=%d, reset=%d", b.rule.capacity(), b.remaining, reset))
 			return
@@ -254,7 +288,7 @@ func (v *view) write(h http.Header, d Dialect) {
 		}
 		h.Set("X-RateLimit-Limit", itoa(b.rule.capacity()))
 		h.Set("X-RateLimit-Remaining", itoa(b.remaining))
-		h.Set("X-RateLimit-Reset", itoa(v.epochCeil(b.reset)))
+		h.Set("X-RateLimit-Reset", itoa(v.epochCeil(v.resetAt(b.reset))))
 		if d == GitHub {
 			h.Set("X-RateLimit-Used", itoa(b.rule.capacity()-b.remaining))
 			res := "core"
@@ -268,7 +302,8 @@ func (v *view) write(h http.Header, d Dialect) {
 			if b := v.binding(u); b != nil {
 				h.Set("X-Ratelimit-Limit-"+string(u), itoa(b.rule.capacity()))
 				h.Set("X-Ratelimit-Remaining-"+string(u), itoa(b.remaining))
-				h.Set("X-Ratelimit-Reset-"+string(u), (time.Duration(ceilDiv(b.reset, int64(time.Millisecond))) * time.Millisecond).String())
+				reset := ceilDiv(v.resetIn(b.reset), int64(time.Millisecond))
+				h.Set("X-Ratelimit-Reset-"+string(u), (time.Duration(reset) * time.Millisecond).String())
 			}
 		}
 	case Anthropic:
@@ -277,7 +312,7 @@ func (v *view) write(h http.Header, d Dialect) {
 				p := "Anthropic-Ratelimit-" + string(u) + "-"
 				h.Set(p+"Limit", itoa(b.rule.capacity()))
 				h.Set(p+"Remaining", itoa(b.remaining))
-				h.Set(p+"Reset", time.Unix(v.epochCeil(b.reset), 0).UTC().Format(time.RFC3339))
+				h.Set(p+"Reset", time.Unix(v.epochCeil(v.resetAt(b.reset)), 0).UTC().Format(time.RFC3339))
 			}
 		}
 	case Discord:
@@ -286,8 +321,12 @@ func (v *view) write(h http.Header, d Dialect) {
 			return
 		}
 		ms := int64(time.Millisecond)
-		after := ceilDiv(b.reset, ms)
-		resetMs := v.epochMillisCeil(b.reset)
+		after := ceilDiv(v.resetIn(b.reset), ms)
+		at := v.resetAt(b.reset)
+		resetMs := v.epochMillisCeil(at)
+		if v.coarse {
+			resetMs = v.epochCeil(at) * 1000
+		}
 		h.Set("X-RateLimit-Limit", itoa(b.rule.capacity()))
 		h.Set("X-RateLimit-Remaining", itoa(b.remaining))
 		h.Set("X-RateLimit-Reset", millis(resetMs))
@@ -337,11 +376,44 @@ func (v *view) retryAfter(form RetryAfterForm) string {
 	if !v.refused || v.wait == never {
 		return ""
 	}
+	wait := v.wait
+	if v.fullWindow {
+		wait = v.refusingWindow()
+	}
 	switch form {
 	case RetryAfterSeconds:
-		return itoa(max(1, ceilDiv(v.wait, second)))
+		return itoa(max(1, ceilDiv(wait, second)))
 	case RetryAfterDate:
-		return time.Unix(v.epochCeil(v.wait), 0).UTC().Format(http.TimeFormat)
+		return time.Unix(v.epochCeil(wait), 0).UTC().Format(http.TimeFormat)
 	}
 	return ""
+}
+
+// refusingWindow is the Window of the refusing policy the true Retry-After
+// comes from: the longest wait, on a tie the longer window.
+func (v *view) refusingWindow() int64 {
+	var b *policyStatus
+	for i := range v.status {
+		s := &v.status[i]
+		if !s.refused {
+			continue
+		}
+		if b == nil || s.wait > b.wait || (s.wait == b.wait && s.rule.window > b.rule.window) {
+			b = s
+		}
+	}
+	if b == nil {
+		return v.wait // not reached: a refusal has a refusing policy
+	}
+	return b.rule.window
+}
+
+// retryAfterBody is the retry_after of Discord's 429 body: the true wait in
+// seconds with milliseconds, rounded up (whole seconds with
+// WithCoarseResets).
+func (v *view) retryAfterBody() string {
+	if v.coarse {
+		return itoa(ceilDiv(v.wait, second))
+	}
+	return millis(ceilDiv(v.wait, int64(time.Millisecond)))
 }

@@ -39,14 +39,23 @@
 // definition and never from headway's parser, so the two check each other.
 // A rejection is 429 with Retry-After as delay-seconds, as an HTTP-date, or
 // absent; both forms round up, so a client that waits as told is admitted.
-// A reset counts to when the key's quota is fully restored.
+// A reset counts to when the key's quota is fully restored. Every delay and
+// absolute time a header writes rounds up, to whole seconds except in the
+// dialects that carry milliseconds (OpenAI, Discord), so even a GCRA of 50
+// per second, whose true wait is 20ms, says Retry-After: 1 and t=1.
 //
-// # Faults
+// # Faults and quirks
 //
 // Real APIs misbehave, and clients must survive it: WithServerErrors (bursts
 // of 5xx), WithDroppedConnections, WithLatency, WithMisleadingHeaders (only
 // the looser of stacked policies is described), WithMissingHeaders and
-// WithDateSkew switch each misbehaviour on.
+// WithDateSkew switch each misbehaviour on. Others are quirks of real
+// servers' headers, which leave admission as it is:
+// WithRetryAfterFullWindow (Retry-After is the refusing policy's whole
+// window, as go-chi/httprate sends), WithCoarseResets (whole seconds in the
+// millisecond dialects too) and WithResetAlwaysOne (every reset says one
+// second). Policy.Anchor, above, is the quirk of windows that start at a
+// client's first request.
 //
 // # Counting
 //

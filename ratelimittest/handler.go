@@ -123,6 +123,15 @@ func (h *Handler) String() string {
 	if f.dateSkew != 0 {
 		fs = append(fs, fmt.Sprintf("Date skewed by %v", f.dateSkew))
 	}
+	if f.fullWindow {
+		fs = append(fs, "Retry-After the refusing policy's whole window")
+	}
+	if f.coarse {
+		fs = append(fs, "resets in whole seconds")
+	}
+	if f.resetOne {
+		fs = append(fs, "every reset 1s")
+	}
 	if len(fs) > 0 {
 		b.WriteString("; faults: " + strings.Join(fs, ", "))
 	}
@@ -156,6 +165,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		wait:        d.wait,
 		key:         key,
 		partitioned: h.cfg.partitioned,
+		fullWindow:  f.fullWindow,
+		coarse:      f.coarse,
+		resetOne:    f.resetOne,
 	}
 	if f.misleading {
 		v.status = mislead(v.status, d.admitted)
@@ -237,8 +249,7 @@ func (h *Handler) reject(w http.ResponseWriter, v *view) {
 		if d == Discord {
 			hdr.Set("Content-Type", "application/json")
 			w.WriteHeader(h.cfg.rejectStatus)
-			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %s, "global": false}`+"\n",
-				millis(ceilDiv(v.wait, int64(time.Millisecond))))
+			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %s, "global": false}`+"\n", v.retryAfterBody())
 			return
 		}
 	}

@@ -32,6 +32,10 @@ type faults struct {
 	misleading   bool
 	missingEvery int
 	dateSkew     time.Duration
+	// The header quirks of real servers.
+	fullWindow bool // Retry-After is the refusing policy's whole window
+	coarse     bool // every reset and retry delay in whole seconds
+	resetOne   bool // every reset is one second
 }
 
 // DefaultPolicy returns the policy used when no WithPolicy option is given:
@@ -145,7 +149,8 @@ func WithDialect(ds ...Dialect) Option {
 }
 
 // WithRetryAfter sets the Retry-After form of a rejection (default
-// RetryAfterSeconds). Either form rounds up.
+// RetryAfterSeconds). Either form rounds up. WithRetryAfterFullWindow
+// changes the value it carries, not its form.
 func WithRetryAfter(f RetryAfterForm) Option {
 	return func(c *config) {
 		switch f {
@@ -261,4 +266,45 @@ func WithMissingHeaders(n int) Option {
 // 3339 resets) move by d; delays do not. The quota itself is unaffected.
 func WithDateSkew(d time.Duration) Option {
 	return func(c *config) { c.faults.dateSkew = d }
+}
+
+// WithRetryAfterFullWindow makes the Retry-After of a rejection the whole
+// Window of the refusing policy, whatever the true wait, as go-chi/httprate
+// writes it: a request refused 100ms before a 1m window ends is told 60. Of
+// several refusing policies, the one the true Retry-After would come from
+// (the longest wait; on a tie the longer window) gives its window. The
+// window is written in the chosen form (WithRetryAfter) and rounded up to a
+// whole second, at least 1 (httprate truncates, so a window under a second
+// would be 0 there). Waiting as told is often far too long, and can be too
+// short where the true wait exceeds a window (a sliding counter right after
+// a full window, a bucket whose Burst exceeds its Limit). Only the
+// Retry-After header changes: the dialects' resets (and Discord's body)
+// still tell the truth, and who is admitted is unchanged. With
+// RetryAfterNone there is nothing to change.
+func WithRetryAfterFullWindow() Option {
+	return func(c *config) { c.faults.fullWindow = true }
+}
+
+// WithCoarseResets makes every reset and retry delay a response carries
+// whole seconds, rounded up, as servers that keep time in seconds write
+// them: a GCRA of 50 per second, whose true wait is 20ms, says 1. Most
+// dialects already write whole seconds (Retry-After, the IETF t and the
+// drafts' reset, the epoch-second and RFC 3339 resets); this changes the
+// ones with milliseconds: OpenAI's resets ("1s", not "20ms"), Discord's
+// X-RateLimit-Reset-After, X-RateLimit-Reset (whole epoch seconds) and the
+// retry_after of its 429 body. Admission is unchanged.
+func WithCoarseResets() Option {
+	return func(c *config) { c.faults.coarse = true }
+}
+
+// WithResetAlwaysOne makes every reset a dialect writes one second, whatever
+// the true time to reset, even when nothing is used, as servers that report
+// a constant do: the IETF t=1, the drafts' reset 1, OpenAI's "1s", Discord's
+// Reset-After 1, and the absolute resets (X-RateLimit-Reset, GitHub's,
+// Anthropic's, Discord's) the server's time plus one second, rounded up as
+// the dialect rounds. Retry-After (and Discord's body) still tell the truth,
+// and admission is unchanged; dialects without a reset (Shopify, None) are
+// unaffected.
+func WithResetAlwaysOne() Option {
+	return func(c *config) { c.faults.resetOne = true }
 }
