@@ -19,6 +19,7 @@ import (
 // drift apart.
 type Benchmark struct {
 	Name string // slash-separated, as go test prints it after "Benchmark"
+	Doc  string // what it measures, in a few words
 	// Setup prepares the benchmark and returns its operation, run once per
 	// iteration, and a check to run after the last one.
 	Setup func() (op func() error, check func() error)
@@ -211,14 +212,23 @@ func ParseBenchmarks() []Benchmark {
 		}, noCheck
 	}
 	return []Benchmark{
-		{"Parse/headway/none", parse(ParseHead(commonHead), http.StatusOK)},
-		{"Parse/headway/ietf-08", parse(ParseHead(ietfHead), http.StatusOK)},
-		{"Parse/headway/x-ratelimit", parse(ParseHead(xRateLimitHead), http.StatusOK)},
-		{"Parse/headway/github", parse(ParseHead(githubHead), http.StatusOK)},
-		{"Parse/headway/openai", parse(ParseHead(openaiHead), http.StatusOK)},
-		{"Parse/headway/ietf+x-ratelimit", parse(RateLimitHeader(), http.StatusOK)},
-		{"Parse/headway/retry-after-429", parse(ParseHead(retryAfterHead), http.StatusTooManyRequests)},
-		{"Parse/baseline/retry-after-int", retryAfterInt},
-		{"Parse/baseline/httpsfv-ietf-08", httpsfvIETF},
+		{"Parse/headway/none", "ParseHeaders, a 200 without rate-limit headers (9 ordinary headers)",
+			parse(ParseHead(commonHead), http.StatusOK)},
+		{"Parse/headway/ietf-08", "ParseHeaders, the same plus IETF draft-08 RateLimit-Policy and RateLimit",
+			parse(ParseHead(ietfHead), http.StatusOK)},
+		{"Parse/headway/x-ratelimit", "ParseHeaders, the same plus X-RateLimit-Limit, -Remaining, -Reset (epoch)",
+			parse(ParseHead(xRateLimitHead), http.StatusOK)},
+		{"Parse/headway/github", "ParseHeaders, a GitHub REST response (24 headers)",
+			parse(ParseHead(githubHead), http.StatusOK)},
+		{"Parse/headway/openai", "ParseHeaders, an OpenAI response (21 headers, requests and tokens)",
+			parse(ParseHead(openaiHead), http.StatusOK)},
+		{"Parse/headway/ietf+x-ratelimit", "ParseHeaders, the overhead benchmarks' response (IETF and X-RateLimit)",
+			parse(RateLimitHeader(), http.StatusOK)},
+		{"Parse/headway/retry-after-429", "ParseHeaders, a 429 with Retry-After: 30 (9 ordinary headers)",
+			parse(ParseHead(retryAfterHead), http.StatusTooManyRequests)},
+		{"Parse/baseline/retry-after-int", "baseline: go-retryablehttp and failsafe-go, Retry-After as integer seconds (on a 429/503 only)",
+			retryAfterInt},
+		{"Parse/baseline/httpsfv-ietf-08", "baseline: httpsfv.UnmarshalList of RateLimit-Policy and RateLimit, no interpretation",
+			httpsfvIETF},
 	}
 }

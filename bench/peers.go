@@ -48,7 +48,8 @@ type Client func(method string, body []byte) (int, error)
 
 // A Peer is one HTTP client under comparison.
 type Peer struct {
-	Name string
+	Name   string
+	Module string // the module it comes from, if not the standard library
 	// New returns a client sending through rt. wait, when not zero,
 	// replaces the backoff bounds (tests use it to retry at once).
 	New func(rt http.RoundTripper, wait time.Duration) Client
@@ -57,11 +58,11 @@ type Peer struct {
 // Peers returns the clients compared, bare net/http first.
 func Peers() []Peer {
 	return []Peer{
-		{"net-http", newNetHTTP},
-		{"headway", newHeadway},
-		{"go-retryablehttp", newRetryablehttp},
-		{"failsafe-go", newFailsafe},
-		{"resty", newResty},
+		{"net-http", "", newNetHTTP},
+		{"headway", "github.com/headway-go/headway", newHeadway},
+		{"go-retryablehttp", "github.com/hashicorp/go-retryablehttp", newRetryablehttp},
+		{"failsafe-go", "github.com/failsafe-go/failsafe-go", newFailsafe},
+		{"resty", "github.com/go-resty/resty/v2", newResty},
 	}
 }
 
