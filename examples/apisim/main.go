@@ -7,6 +7,8 @@
 //
 //	go run ./examples/apisim -algorithm token-bucket -limit 5 -window 1s -burst 10 -dialect github
 //	go run ./examples/apisim -algorithm sliding-log -limit 100 -window 1m -retry-after date -errors-every 20
+//	go run ./examples/apisim -algorithm sliding-counter -limit 100 -window 1m -dialect x-ratelimit -retry-after full-window
+//	go run ./examples/apisim -limit 100 -window 1h -anchor first-request -dialect openai -coarse-resets
 package main
 
 import (
@@ -113,7 +115,8 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	fs.Var(durationFlag{&window}, "window", "the limit's `period` (a Go duration, or seconds)")
 	burst := fs.Int("burst", 0, "bucket capacity / gcra burst (default: the limit)")
 	dialect := fs.String("dialect", "ietf", "response headers: ietf|ietf-draft-07|ietf-draft-04|x-ratelimit|github|openai|anthropic|discord|shopify|none (comma-separated for several)")
-	retryAfter := fs.String("retry-after", "seconds", "Retry-After on 429: seconds|date|none")
+	retryAfter := fs.String("retry-after", "seconds", "Retry-After on 429: seconds|date|none, or full-window: delay-seconds of the refusing policy's whole window, whatever the true wait (go-chi/httprate)")
+	anchor := fs.String("anchor", "clock", "when fixed windows start: clock (aligned) or first-request (at each key's first request, as Redis INCR+EXPIRE; fixed-window only)")
 	partition := fs.String("partition", "shared", "quota per: shared|addr|header:NAME")
 	status := fs.Int("status", 429, "status of a rejection")
 	fs.Var(&extra, "policy", "another policy enforced too, as `LIMIT/WINDOW` (e.g. 1000/24h); repeatable")
@@ -127,6 +130,8 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	misleading := fs.Bool("misleading", false, "fault: also enforce a looser 60x policy and describe only the looser one on success")
 	missingEvery := fs.Int("missing-every", 0, "fault: leave the rate-limit headers off every N-th response")
 	fs.Var(durationFlag{&skew}, "date-skew", "fault: skew of the server's Date and absolute times (e.g. -90s)")
+	coarse := fs.Bool("coarse-resets", false, "quirk: resets in whole seconds, rounded up, in the openai and discord dialects too")
+	resetOne := fs.Bool("reset-always-one", false, "quirk: every reset the dialects write says 1 second, whatever the truth")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -142,15 +147,19 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	if err != nil {
 		return bad(err)
 	}
+	anc, err := ratelimittest.ParseAnchor(*anchor)
+	if err != nil {
+		return bad(err)
+	}
 	s := &settings{addr: *addr}
-	primary := ratelimittest.Policy{Algorithm: alg, Limit: *limit, Window: window, Burst: *burst}
+	primary := ratelimittest.Policy{Algorithm: alg, Limit: *limit, Window: window, Burst: *burst, Anchor: anc}
 	if *misleading {
 		primary.Name = "short"
 	}
 	s.opts = append(s.opts, ratelimittest.WithPolicy(primary))
 	if *misleading {
 		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{
-			Name: "long", Algorithm: alg, Limit: 60 * *limit, Window: 60 * window, Burst: 60 * *burst,
+			Name: "long", Algorithm: alg, Limit: 60 * *limit, Window: 60 * window, Burst: 60 * *burst, Anchor: anc,
 		}))
 	}
 	for _, e := range extra {
@@ -160,7 +169,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		if !ok || err1 != nil || err2 != nil {
 			return bad(fmt.Errorf("-policy %q: want LIMIT/WINDOW such as 1000/24h", e))
 		}
-		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: alg, Limit: n, Window: d}))
+		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: alg, Limit: n, Window: d, Anchor: anc}))
 	}
 
 	var dialects []ratelimittest.Dialect
@@ -206,9 +215,11 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		}
 	}
 
-	ra, err := ratelimittest.ParseRetryAfterForm(*retryAfter)
-	if err != nil {
-		return bad(err)
+	ra := ratelimittest.RetryAfterSeconds
+	if normal := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(*retryAfter)), "_", "-"); normal == "full-window" || normal == "window" {
+		s.opts = append(s.opts, ratelimittest.WithRetryAfterFullWindow())
+	} else if ra, err = ratelimittest.ParseRetryAfterForm(*retryAfter); err != nil {
+		return bad(fmt.Errorf("-retry-after %q: want seconds, date, none or full-window", *retryAfter))
 	}
 	s.opts = append(s.opts, ratelimittest.WithRetryAfter(ra), ratelimittest.WithRejectStatus(*status))
 
@@ -241,6 +252,12 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	}
 	if skew != 0 {
 		s.opts = append(s.opts, ratelimittest.WithDateSkew(skew))
+	}
+	if *coarse {
+		s.opts = append(s.opts, ratelimittest.WithCoarseResets())
+	}
+	if *resetOne {
+		s.opts = append(s.opts, ratelimittest.WithResetAlwaysOne())
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func TestFlagsRefuseWhatTheLibraryRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"-drop-every", "-1"}, {"-missing-every", "-2"}, {"-latency", "-1s"}, {"-tokens", "-5", "-dialect", "openai"},
 		{"-dialect", "ietf,ietf-draft-07"}, {"-limit", "0"}, {"-window", "NaN"}, {"-partition", "header:"},
+		{"-retry-after", "full-windows"}, {"-anchor", "midnight"}, {"-anchor", "first-request", "-algorithm", "gcra"},
+		{"-anchor", "first-request", "-policy", "5/1m", "-algorithm", "token-bucket"},
 	} {
 		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard, nil)
 		require.Error(t, err, args)
@@ -77,4 +80,71 @@ func TestEveryPathIsTheAPI(t *testing.T) {
 	_ = res.Body.Close()
 	require.JSONEq(t, `{"served": 3, "rejected": 0}`, string(body))
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// serve runs apisim with args until the test ends and returns its address
+// and the line it logged at start.
+func serve(t *testing.T, args ...string) (addr, logLine string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var logw strings.Builder
+	addrc, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), &logw, func(a string) { addrc <- a })
+	}()
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		cancel()
+		t.Fatalf("apisim %v: %v", args, err)
+	}
+	logLine = logw.String() // written before ready was called
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		http.DefaultClient.CloseIdleConnections()
+	})
+	return addr, logLine
+}
+
+func get(t *testing.T, url string) *http.Response {
+	t.Helper()
+	res, err := http.Get(url)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, res.Body.Close())
+	return res
+}
+
+// The quirk flags reach the server. On the real clock, only values that no
+// timing can change are asserted: a window anchored at the first request
+// has a whole minute to go, which whole seconds rounded up keep saying for
+// up to a second; a full-window Retry-After is the window; a reset that is
+// always one is one.
+func TestQuirkFlags(t *testing.T) {
+	t.Run("full window, anchor, coarse resets", func(t *testing.T) {
+		addr, logLine := serve(t, "-limit", "2", "-window", "1m", "-retry-after", "full-window",
+			"-anchor", "first-request", "-coarse-resets", "-dialect", "openai,discord")
+		require.Contains(t, logLine, "fixed-window 2 requests per 1m0s (windows from each key's first request)")
+		require.Contains(t, logLine, "Retry-After the refusing policy's whole window, resets in whole seconds")
+		res := get(t, "http://"+addr+"/v1")
+		require.Equal(t, 200, res.StatusCode)
+		require.Equal(t, "1m0s", res.Header.Get("X-Ratelimit-Reset-Requests"), "the window starts now, not on the clock's minute")
+		require.Equal(t, "60", res.Header.Get("X-Ratelimit-Reset-After"))
+		require.Equal(t, 200, get(t, "http://"+addr+"/v1").StatusCode)
+		res = get(t, "http://"+addr+"/v1")
+		require.Equal(t, 429, res.StatusCode)
+		require.Equal(t, "60", res.Header.Get("Retry-After"), "the whole window")
+		require.Equal(t, "1m0s", res.Header.Get("X-Ratelimit-Reset-Requests"))
+	})
+	t.Run("reset always one", func(t *testing.T) {
+		addr, logLine := serve(t, "-limit", "1", "-window", "1h", "-anchor", "first-request", "-reset-always-one", "-dialect", "ietf")
+		require.Contains(t, logLine, "every reset 1s")
+		res := get(t, "http://"+addr+"/")
+		require.Equal(t, `"1-per-1h0m0s";r=0;t=1`, res.Header.Get("RateLimit"))
+		res = get(t, "http://"+addr+"/")
+		require.Equal(t, 429, res.StatusCode)
+		require.Equal(t, `"1-per-1h0m0s";r=0;t=1`, res.Header.Get("RateLimit"))
+		require.Equal(t, "3600", res.Header.Get("Retry-After"), "Retry-After stays true: the anchored hour, less a moment")
+	})
 }
