@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/headway-go/headway"
 )
 
 // run runs bs as sub-benchmarks of b, stripping prefix from their names.
@@ -32,6 +35,43 @@ func TestBenchmarksRun(t *testing.T) {
 			}
 			if err := check(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkBreakdown splits headway's GET overhead (not in the report):
+// each layer alone, and responses without rate-limit headers, where
+// ratelimit.ParseHeaders finds nothing to read.
+func BenchmarkBreakdown(b *testing.B) {
+	plain := http.Header{"Date": {"Wed, 25 Nov 2026 21:32:42 GMT"}, "Content-Type": {"application/json"}}
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		rt     func(http.RoundTripper) http.RoundTripper
+	}{
+		{"net-http", RateLimitHeader(), nil},
+		{"headway", RateLimitHeader(), func(rt http.RoundTripper) http.RoundTripper { return headway.NewTransport(rt) }},
+		{"headway-retry-only", RateLimitHeader(), func(rt http.RoundTripper) http.RoundTripper {
+			return headway.NewTransport(rt, headway.WithoutPacing())
+		}},
+		{"headway-pacing-only", RateLimitHeader(), func(rt http.RoundTripper) http.RoundTripper {
+			return headway.NewTransport(rt, headway.WithoutRetries())
+		}},
+		{"net-http-no-rl-headers", plain, nil},
+		{"headway-no-rl-headers", plain, func(rt http.RoundTripper) http.RoundTripper { return headway.NewTransport(rt) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var rt http.RoundTripper = NewTransport(tc.header)
+			if tc.rt != nil {
+				rt = tc.rt(rt)
+			}
+			c := doHTTP(&http.Client{Transport: rt})
+			b.ReportAllocs()
+			for b.Loop() {
+				if status, err := c(http.MethodGet, nil); err != nil || status != http.StatusOK {
+					b.Fatal(status, err)
+				}
 			}
 		})
 	}
