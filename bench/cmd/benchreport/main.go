@@ -10,7 +10,7 @@
 // medians with 95% confidence intervals, as benchstat does. That takes about
 // two minutes. Flags:
 //
-//	-count N        runs per benchmark (default 8; 6 or more give intervals)
+//	-count N        runs per benchmark (default 10; 6 or more give intervals)
 //	-benchtime D    duration of one run (default 500ms)
 //	-run REGEXP     only the benchmarks matching REGEXP; prints, writes nothing
 //	-docs DIR       where to write BENCHMARKS.md and benchmarks.svg (default: bench/../docs)
@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,7 +38,7 @@ import (
 
 func main() {
 	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
-	count := fs.Int("count", 8, "runs per benchmark")
+	count := fs.Int("count", 10, "runs per benchmark")
 	benchtime := fs.Duration("benchtime", 500*time.Millisecond, "duration of one run")
 	run := fs.String("run", "", "run only the benchmarks matching this regexp, and write nothing")
 	docs := fs.String("docs", filepath.Join(benchDir(), "..", "docs"), "directory to write BENCHMARKS.md and benchmarks.svg into")
@@ -184,7 +185,11 @@ func (r *results) get(name string) (ns, bytes, allocs Summary, ok bool) {
 	for _, s := range ss {
 		a, b, c = append(a, s.NsPerOp), append(b, s.BytesPerOp), append(c, s.AllocsPerOp)
 	}
-	return summarize(a), summarize(b), summarize(c), true
+	// B/op and allocs/op are whole numbers in every run; a median of an
+	// even count of them is too.
+	bytes, allocs = summarize(b), summarize(c)
+	bytes.Median, allocs.Median = math.Floor(bytes.Median), math.Floor(allocs.Median)
+	return summarize(a), bytes, allocs, true
 }
 
 // writeRaw writes every run as go test -bench -benchmem prints it.

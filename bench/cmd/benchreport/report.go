@@ -133,7 +133,8 @@ func writeMarkdown(w io.Writer, res *results, env Env) error {
 	}
 	p("```\n\n")
 	p("Each figure is the median of %d runs of %v, interleaved; ± is the 95%% confidence interval of the median,\n", env.Count, env.Benchtime)
-	p("as benchstat reports it. *Added* is a client's median minus bare net/http's. Lower is better.\n\n")
+	p("as benchstat reports it. *Added* is a client's median minus bare net/http's; an added figure smaller than the ±\n")
+	p("of its rows is within the noise. Lower is better.\n\n")
 	p("![ns/op, B/op and allocs/op per client, GET and PUT](benchmarks.svg)\n")
 
 	for _, s := range bench.Shapes() {
