@@ -33,7 +33,7 @@ func noRelease() {}
 // header instead of the caller's, without touching the caller's request.
 // trackWrite asks to learn whether the request was written before a
 // failure, which decides whether a non-idempotent request may be retried.
-func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool) attempt {
+func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool, l lease) attempt {
 	a := attempt{release: noRelease}
 	ctx := req.Context()
 	var wrote *atomic.Bool
@@ -57,7 +57,7 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 		r.Body = body
 	}
 	if t.obs != nil {
-		a.resp, a.obs, a.err = t.obs.observe(r)
+		a.resp, a.obs, a.err = t.obs.observe(r, l)
 	} else {
 		a.resp, a.err = roundTrip(t.next, r)
 		if a.resp != nil {

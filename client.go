@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/headway-go/headway/internal/decide"
+	"github.com/headway-go/headway/pace"
 )
 
 // Defaults of the recommended stack (NewTransport with no options).
@@ -45,6 +46,9 @@ type config struct {
 	key             func(*http.Request) string
 	logger          *slog.Logger
 	onRetry         func(RetryEvent)
+	onWait          func(WaitEvent)
+	store           pace.Store
+	quotas          []quotaRoute
 	clock           Clock
 	src             rand.Source
 	rnd             *decide.Rand
@@ -187,6 +191,16 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // before it waits. f must be safe for concurrent use and quick.
 func WithOnRetry(f func(RetryEvent)) Option { return func(c *config) { c.onRetry = f } }
 
+// WithOnWait calls f, synchronously, each time the pacing layer holds a
+// request back before sending it, and again when the reason changes: it
+// says why and for how long. f must be safe for concurrent use and quick.
+func WithOnWait(f func(WaitEvent)) Option { return func(c *config) { c.onWait = f } }
+
+// WithStore sets where the pacing layer keeps each key's state (default: in
+// this process, pace.NewMemoryStore). A store shared by several processes
+// makes them pace as one client against one quota.
+func WithStore(s pace.Store) Option { return func(c *config) { c.store = s } }
+
 // WithClock sets the clock every layer waits on (default SystemClock). Tests
 // use a fake clock to run retry schedules without waiting.
 func WithClock(clk Clock) Option {
@@ -233,7 +247,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) http.RoundTripper {
 	c := newConfig(opts)
 	rt := base
 	if c.pace {
-		rt = &pacer{next: rt, c: c}
+		rt = newPacer(rt, c)
 	}
 	if c.retry {
 		rt = newRetryTransport(rt, c)

@@ -138,7 +138,8 @@ func TestTruncatedHeadIsRetried(t *testing.T) {
 // against a 429 without Retry-After took 0.7 ms; a retry of a 429 now waits
 // at least 100 ms whatever the options say.
 func TestThrottledRetryHasAFloor(t *testing.T) {
-	h := newHarness(t, []reply{{status: 429}}, WithBackoffDelays(0, 0), WithMaxAttempts(10))
+	// The retry layer alone (the pacing layer would space them further).
+	h := newHarness(t, []reply{{status: 429}}, WithBackoffDelays(0, 0), WithMaxAttempts(10), WithoutPacing())
 	_, err, st := h.do(t, "GET", "")
 	require.ErrorIs(t, err, ErrRateLimitExceeded)
 	require.Equal(t, 10, st.Attempts)

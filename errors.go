@@ -98,9 +98,9 @@ type RateLimitError struct {
 	// out.
 	Policies []ratelimit.Policy
 	// Attempts is how many attempts were made; Waited is the total time
-	// spent waiting between them. StatusCode and Attempts are 0 when the
-	// pacing layer refused to send the request at all, because an earlier
-	// 429 to the same key asked for a wait that cannot fit.
+	// spent waiting between them. StatusCode is 0 when the pacing layer
+	// refused to send the request (Attempts then counts the attempts made
+	// before): the wait it needed (Wait, Why) cannot fit.
 	Attempts int
 	Waited   time.Duration
 	// Reason says why headway stopped.
@@ -110,6 +110,10 @@ type RateLimitError struct {
 	Bound time.Duration
 	// Err is the context's error when Reason is ReasonCanceled, else nil.
 	Err error
+	// Wait and Why are set when the pacing layer refused to send the
+	// request (StatusCode 0): how long it would have had to wait, and why.
+	Wait time.Duration
+	Why  string
 }
 
 // Error describes the whole situation in one line.
@@ -118,7 +122,10 @@ func (e *RateLimitError) Error() string {
 	b.WriteString("headway: rate limited: ")
 	if e.StatusCode == 0 {
 		// Refused by the pacing layer before anything was sent.
-		b.WriteString("held back: the server asked earlier for a pause that cannot fit")
+		fmt.Fprintf(&b, "not sent: it would have waited %v", e.Wait)
+		if e.Why != "" {
+			fmt.Fprintf(&b, " (%s)", e.Why)
+		}
 	} else {
 		status := e.Status
 		if status == "" {

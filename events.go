@@ -26,6 +26,23 @@ type RetryEvent struct {
 	HasRetryAfter bool
 }
 
+// WaitEvent describes a wait of the pacing layer before a request is sent,
+// as passed to WithOnWait.
+type WaitEvent struct {
+	// Request is the caller's request. It must not be modified.
+	Request *http.Request
+	// Key is the request's pacing key (see WithKey).
+	Key string
+	// Wait is how long the request is expected to wait. When Bounded, it
+	// waits for an answer to a request in flight and Wait is only the
+	// longest it may take.
+	Wait    time.Duration
+	Bounded bool
+	// Reason says why, in a few words: the pause the server asked for, the
+	// quota that ran out and when it resets, the rate being kept.
+	Reason string
+}
+
 // report passes a retry decision to the WithOnRetry hook and the logger.
 func (c *config) report(ctx context.Context, ev RetryEvent) {
 	if c.onRetry != nil {

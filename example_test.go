@@ -142,5 +142,5 @@ func ExampleWithClock() {
 	}
 	st := srv.Stats()
 	fmt.Println("served:", st.Served, "refused:", st.Rejected, "fake seconds:", clock.Now().Sub(start).Truncate(time.Second).Seconds())
-	// Output: served: 5 refused: 2 fake seconds: 2
+	// Output: served: 5 refused: 0 fake seconds: 2
 }

@@ -53,10 +53,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var prevBackoff, waited time.Duration
 	for n := 1; ; n++ {
+		var l lease
 		if t.obs != nil {
 			// The pacing layer's pause comes before the attempt (and its
 			// timeout): a request held back has not been sent.
-			d, err := t.obs.hold(req)
+			var d time.Duration
+			l, d, err = t.obs.hold(req)
 			waited += d
 			if err != nil {
 				if n == 1 {
@@ -70,9 +72,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		b, err := body.body(n)
 		if err != nil {
+			if t.obs != nil {
+				t.obs.cancel(l)
+			}
 			return nil, err
 		}
-		a := t.send(req, hdr, b, !safeAfterWrite)
+		a := t.send(req, hdr, b, !safeAfterWrite, l)
 		if st != nil {
 			st.Attempts++
 			if n > 1 {

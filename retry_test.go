@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/pace"
 )
 
 const apiURL = "https://api.test/v1/items"
@@ -556,17 +557,25 @@ func TestPacingSharesAPauseAcrossRequests(t *testing.T) {
 	require.Equal(t, []time.Duration{10 * time.Second}, h.clk.Sleeps())
 	require.Equal(t, 10*time.Second, st.Waited)
 
-	// A pause longer than max wait is not recorded: the request that got
-	// it fails fast, and the next one asks the server again rather than
-	// being held back for ten minutes by a stale answer.
+	// A pause longer than max wait is recorded all the same: the request
+	// that got it fails fast with the server's answer, and later ones fail
+	// at once without asking again, saying how long they would wait.
 	h = newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "600"}}, ok200()})
 	_, err, _ = h.do(t, "GET", "")
 	require.ErrorIs(t, err, ErrRateLimitExceeded)
+	_, err, _ = h.do(t, "GET", "")
+	var held *RateLimitError
+	require.ErrorAs(t, err, &held)
+	require.Zero(t, held.StatusCode)
+	require.Equal(t, ReasonWaitTooLong, held.Reason)
+	require.Equal(t, 10*time.Minute, held.Wait)
+	require.Contains(t, held.Error(), "not sent: it would have waited 10m0s (paused by the server: Retry-After)")
+	require.Equal(t, 1, h.script.calls())
+	require.Empty(t, h.clk.Sleeps())
+	h.clk.Advance(10 * time.Minute)
 	resp, err, _ = h.do(t, "GET", "")
 	require.NoError(t, err)
 	require.Equal(t, 200, resp.StatusCode)
-	require.Equal(t, 2, h.script.calls())
-	require.Empty(t, h.clk.Sleeps())
 
 	// A pause that cannot fit before a request's deadline refuses it at once.
 	clk := fakeclock.New(time.Now(), true)
@@ -581,7 +590,7 @@ func TestPacingSharesAPauseAcrossRequests(t *testing.T) {
 	require.ErrorAs(t, err, &rle)
 	require.Equal(t, 0, rle.StatusCode)
 	require.Equal(t, ReasonDeadline, rle.Reason)
-	require.Contains(t, rle.Error(), "held back: the server asked earlier for a pause that cannot fit")
+	require.Contains(t, rle.Error(), "not sent: it would have waited 30s (paused by the server: Retry-After)")
 	require.Equal(t, 0, rle.Attempts)
 	require.Equal(t, 0, st.Attempts)
 	require.Equal(t, 1, h.script.calls(), "the second request was never sent")
@@ -605,17 +614,30 @@ func TestWithoutRetries(t *testing.T) {
 	require.Equal(t, 1, h.script.calls())
 }
 
-func TestHugeRetryAfterMakesEveryRequestFailFast(t *testing.T) {
-	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "99999999999"}}}, WithMaxWait(time.Second))
+// TestHugeRetryAfterPausesTheKeyBounded: an absurd Retry-After is clamped,
+// fails the request that got it at once, and pauses the key for at most
+// pace.DefaultMaxPause (a day), so that a misread value cannot block a host
+// for years: later requests fail at once without asking the server again.
+func TestHugeRetryAfterPausesTheKeyBounded(t *testing.T) {
+	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "99999999999"}}, ok200()}, WithMaxWait(time.Second))
 	for i := 0; i < 3; i++ {
 		_, err, _ := h.do(t, "GET", "")
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
 		require.Equal(t, ReasonWaitTooLong, rle.Reason)
-		require.Equal(t, 429, rle.StatusCode, "each request has the server's own answer")
+		if i == 0 {
+			require.Equal(t, 429, rle.StatusCode, "the first has the server's own answer")
+		} else {
+			require.Zero(t, rle.StatusCode, "the rest are not sent")
+			require.Equal(t, pace.DefaultMaxPause, rle.Wait)
+		}
 	}
 	require.Empty(t, h.clk.Sleeps(), "no request slept")
-	require.Equal(t, 3, h.script.calls())
+	require.Equal(t, 1, h.script.calls())
+	h.clk.Advance(pace.DefaultMaxPause)
+	resp, err, _ := h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
 }
 
 func TestStatsWithoutRetries(t *testing.T) {
@@ -687,17 +709,6 @@ func TestPacingPauseIsNotPartOfTheAttemptTimeout(t *testing.T) {
 	require.Equal(t, 1, st.Attempts, "held, then sent once")
 	require.Equal(t, 2, h.script.calls())
 	require.Equal(t, "x", h.script.seen[1].body)
-}
-
-func TestPacingSpreadsQueuedRequests(t *testing.T) {
-	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "10"}}, ok200()},
-		WithMaxAttempts(1), WithRandSource(&fracSource{fracs: []float64{0.5}}))
-	_, err, _ := h.do(t, "GET", "")
-	require.Error(t, err)
-	_, err, st := h.do(t, "GET", "")
-	require.NoError(t, err)
-	require.Equal(t, []time.Duration{10*time.Second + 500*time.Millisecond}, h.clk.Sleeps())
-	require.Equal(t, 10*time.Second+500*time.Millisecond, st.Waited)
 }
 
 // oddTransport returns what it is told to, however wrong.

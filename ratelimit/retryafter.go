@@ -108,6 +108,10 @@ var httpDateLayouts = [...]string{
 	time.RFC1123Z,                      // Sun, 06 Nov 1994 08:49:37 +0000
 }
 
+// ParseDate parses an HTTP-date (RFC 9110, section 5.6.7), such as a Date
+// header, in any of the forms ParseRetryAfter accepts.
+func ParseDate(v string) (time.Time, bool) { return parseHTTPDate(v) }
+
 func parseHTTPDate(v string) (time.Time, bool) {
 	v = trimOWS(v)
 	if t, ok := parseIMFFixdate(v); ok {

@@ -1,0 +1,125 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// Adaptive is the rate of a key whose server sends no rate-limit headers,
+// learnt from its 429s as the AWS SDK's adaptive retry mode does (CUBIC):
+// unlimited until the first 429; then 0.7 times the measured sending rate,
+// growing back along a cubic curve towards, and past, the rate at which the
+// server refused, until the next 429. Requests are spaced by a token bucket
+// filling at that rate (golang.org/x/time/rate's model, as a plain value).
+type Adaptive struct {
+	// On reports that a 429 without headers was seen: the rate applies.
+	On bool `json:"on,omitempty"`
+	// Max is the rate at the last 429 (CUBIC's W_max) and Throttled its
+	// instant, in requests per second.
+	Max       float64   `json:"max,omitempty"`
+	Throttled time.Time `json:"throttled,omitempty"`
+	// Tokens and Filled are the token bucket: Tokens at Filled.
+	Tokens float64   `json:"tokens,omitempty"`
+	Filled time.Time `json:"filled,omitempty"`
+	// Measured is the smoothed sending rate; Count requests were sent in
+	// the interval that began at Since.
+	Measured float64   `json:"measured,omitempty"`
+	Count    int       `json:"count,omitempty"`
+	Since    time.Time `json:"since,omitempty"`
+}
+
+// The CUBIC constants of the AWS SDK's adaptive mode.
+const (
+	cubicC        = 0.4
+	cubicBeta     = 0.7
+	measureWindow = 500 * time.Millisecond
+	measureSmooth = 0.8
+	minRate       = 0.5 // requests per second
+)
+
+// Rate returns the rate at now, in requests per second (+Inf when off).
+func (a *Adaptive) Rate(now time.Time) float64 {
+	if !a.On {
+		return math.Inf(1)
+	}
+	t := seconds(now.Sub(a.Throttled))
+	k := math.Cbrt(a.Max * (1 - cubicBeta) / cubicC)
+	r := cubicC*math.Pow(t-k, 3) + a.Max
+	if a.Measured > 0 {
+		r = min(r, max(2*a.Measured, a.Max))
+	}
+	return max(r, minRate)
+}
+
+// burst is the bucket's capacity at rate r: a tenth of a second's worth,
+// at least one request.
+func burst(r float64) float64 { return max(1, r/10) }
+
+// fill brings the bucket to now.
+func (a *Adaptive) fill(now time.Time) {
+	r := a.Rate(now)
+	if now.After(a.Filled) {
+		a.Tokens = min(burst(r), a.Tokens+r*seconds(now.Sub(a.Filled)))
+		a.Filled = now
+	}
+}
+
+// hold reports whether a request may go at now.
+func (a *Adaptive) hold(now time.Time) (Decision, bool) {
+	if !a.On {
+		return Decision{}, true
+	}
+	a.fill(now)
+	if a.Tokens >= 1 {
+		return Decision{}, true
+	}
+	r := a.Rate(now)
+	return Decision{At: after(now, (1-a.Tokens)/r), Definite: true, Why: WhyAdaptive}, false
+}
+
+// sent records a request sent at now.
+func (a *Adaptive) sent(now time.Time) {
+	if a.Since.IsZero() {
+		a.Since = now
+	}
+	if el := now.Sub(a.Since); el >= measureWindow {
+		rate := float64(a.Count) / seconds(el)
+		a.Measured = measureSmooth*rate + (1-measureSmooth)*a.Measured
+		a.Count, a.Since = 0, now
+	}
+	a.Count++
+	if a.On {
+		a.fill(now)
+		a.Tokens--
+	}
+}
+
+// refund gives back the token of a request that never left.
+func (a *Adaptive) refund() {
+	if a.On {
+		a.Tokens++
+	}
+	if a.Count > 0 {
+		a.Count--
+	}
+}
+
+// throttle takes in a 429 at now.
+func (a *Adaptive) throttle(now time.Time) {
+	rate := a.Measured
+	if a.Count > 0 {
+		rate = max(rate, float64(a.Count)/max(seconds(now.Sub(a.Since)), seconds(measureWindow)))
+	}
+	if a.On {
+		a.fill(now)
+		rate = min(rate, a.Rate(now))
+	} else {
+		// The request that was refused may be retried at once by the
+		// rate's measure; its retry's own backoff spaces it.
+		a.Tokens = 1
+	}
+	a.Max = max(rate, minRate)
+	a.Throttled = now
+	a.On = true
+	a.Tokens, a.Filled = min(a.Tokens, burst(a.Rate(now))), now
+}

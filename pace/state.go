@@ -1,0 +1,268 @@
+package pace
+
+import (
+	"slices"
+	"time"
+
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// State is what one key knows: the plain value a Store holds. Its fields
+// are exported so that a Store can encode it; use its methods, not the
+// fields, to change it. The zero State is a key nothing is known about.
+type State struct {
+	// Version is the Store's: it changes with every replacement, and
+	// CompareAndSwap replaces a state only at the version it was loaded at.
+	Version uint64 `json:"v"`
+	// Expires is when a Store may forget the key: it is idle by then, and
+	// nothing it holds (a pause, a reset, a lease) still matters.
+	Expires time.Time `json:"exp"`
+
+	// Seq counts the leases granted for the key: lease n has Seq n.
+	Seq uint64 `json:"seq"`
+	// Spent is the cumulative cost granted in each unit other than
+	// requests (whose count is Seq).
+	Spent []Amount `json:"spent,omitempty"`
+	// Answered reports whether any response has been observed.
+	Answered bool `json:"answered,omitempty"`
+	// Leases are the requests sent and not yet answered.
+	Leases []Lease `json:"leases,omitempty"`
+	// Policies are the server's quotas, as last observed and inferred.
+	Policies []Policy `json:"policies,omitempty"`
+	// PauseUntil is an instant before which nothing is sent: a Retry-After,
+	// or the reset of a quota a refusal said was exhausted. ProbeAfter,
+	// when set, lets one request go first once it has passed, and the rest
+	// wait for its answer.
+	PauseUntil time.Time `json:"pause,omitempty"`
+	PauseWhy   string    `json:"pause_why,omitempty"`
+	ProbeAfter time.Time `json:"probe,omitempty"`
+	// Adaptive is the rate learnt from 429s when the server sends no
+	// rate-limit headers.
+	Adaptive Adaptive `json:"adaptive"`
+	// Quotas holds the state of the declared quotas (Config.Quotas), by
+	// index.
+	Quotas []QuotaState `json:"quotas,omitempty"`
+	// Routes remembers which server-named bucket recent routes were
+	// counted in (GitHub's resource, Discord's bucket, an IETF pk).
+	Routes []Route `json:"routes,omitempty"`
+	// Clock bounds the offset of the client's clock from the server's
+	// (client = server + offset), learnt from Date headers.
+	Clock Offset `json:"clock"`
+}
+
+// Amount is a cost in one unit.
+type Amount struct {
+	Unit ratelimit.Unit `json:"u"`
+	N    int64          `json:"n"`
+}
+
+// Lease is one granted reservation: a request that counts as in flight.
+type Lease struct {
+	// Seq is the lease's number for its key; Spent the key's cumulative
+	// cost per unit once it was granted (its own cost included).
+	Seq   uint64   `json:"seq"`
+	Spent []Amount `json:"spent,omitempty"`
+	// Cost is the lease's own cost in units other than requests.
+	Cost []Amount `json:"cost,omitempty"`
+	// At is when it was granted; Expires when it stops counting if it is
+	// neither completed nor cancelled.
+	At      time.Time `json:"at"`
+	Expires time.Time `json:"exp"`
+	// Bucket is the server-named bucket the request was expected in, and
+	// Route what it asked for.
+	Bucket string `json:"bucket,omitempty"`
+	Route  string `json:"route,omitempty"`
+	// Probe marks the request that goes alone to learn what the server
+	// says (a first request, or the first after a pause or a reset).
+	Probe bool `json:"probe,omitempty"`
+	// Quotas are the declared quotas it was charged to.
+	Quotas []int `json:"quotas,omitempty"`
+}
+
+// spentAt returns the cumulative cost in unit up to and including l.
+func (l *Lease) spentAt(u ratelimit.Unit) int64 {
+	if u == ratelimit.UnitRequests || u == "" {
+		return int64(l.Seq)
+	}
+	return amountOf(l.Spent, u)
+}
+
+// Model is what a quota is inferred to do at its reset.
+type Model uint8
+
+const (
+	// ModelUnknown: not yet seen across a reset. The first request after
+	// the reset goes alone, and its answer decides.
+	ModelUnknown Model = iota
+	// ModelWindow: the whole quota returns at the reset (a fixed window,
+	// or a bucket whose reset is the time to refill).
+	ModelWindow
+	// ModelRefill: the quota returns continuously, at Policy.Refill units
+	// per second (token and leaky buckets, GCRA, sliding windows).
+	ModelRefill
+)
+
+// String names the model.
+func (m Model) String() string {
+	switch m {
+	case ModelWindow:
+		return "window"
+	case ModelRefill:
+		return "refill"
+	default:
+		return "unknown"
+	}
+}
+
+// Policy is one of the server's quotas as the key knows it: the server's
+// numbers (ratelimit.Policy), and what was inferred from their evolution.
+type Policy struct {
+	// Bucket is the server-named bucket the quota belongs to ("" for the
+	// key's own), Name, Unit, Limit and Window the server's.
+	Bucket string         `json:"bucket,omitempty"`
+	Name   string         `json:"name,omitempty"`
+	Unit   ratelimit.Unit `json:"unit"`
+	Limit  int64          `json:"limit,omitempty"`
+	Window time.Duration  `json:"window,omitempty"`
+
+	// Remaining is what the base response said was left; BaseSpent the
+	// key's cumulative cost in Unit up to and including the request it
+	// answered, so everything granted since counts against Remaining.
+	// BaseAt is when that response arrived.
+	Remaining int64     `json:"rem"`
+	BaseSpent int64     `json:"base"`
+	BaseAt    time.Time `json:"base_at"`
+	// ResetAt is the latest instant at which the quota returns (at least
+	// in part): a bound, sharpened by every response. Zero when unknown.
+	ResetAt time.Time `json:"reset,omitempty"`
+	// Model says what happens at ResetAt; Refill is the measured rate of
+	// a refilling quota, in units per second; Period the inferred length
+	// of a window.
+	Model  Model         `json:"model"`
+	Refill float64       `json:"refill,omitempty"`
+	Period time.Duration `json:"period,omitempty"`
+	// Rolled is the instant a window was last taken to have reset (the
+	// quota restored at ResetAt): responses to requests granted before
+	// it describe the previous window.
+	Rolled time.Time `json:"rolled,omitempty"`
+	// Settled reports that an answer to a request granted after Rolled has
+	// been taken in: what the reset brought back is known.
+	Settled bool `json:"settled,omitempty"`
+	// FromDate reports that ResetAt was sharpened with the server's Date,
+	// on the assumption that its windows are aligned to its clock's
+	// seconds; Unaligned that this turned out wrong.
+	FromDate  bool `json:"from_date,omitempty"`
+	Unaligned bool `json:"unaligned,omitempty"`
+}
+
+// Route maps a route to the server-named bucket it was counted in.
+type Route struct {
+	Route  string `json:"r"`
+	Bucket string `json:"b"`
+}
+
+// maxRoutes bounds State.Routes; the oldest are forgotten first.
+const maxRoutes = 64
+
+// Offset bounds the difference between the client's clock and the server's
+// (client time = server time + offset), as learnt from Date headers: Lo <
+// offset <= Hi when Known.
+type Offset struct {
+	Lo    time.Duration `json:"lo"`
+	Hi    time.Duration `json:"hi"`
+	Known bool          `json:"known,omitempty"`
+}
+
+// clone returns a deep copy of s, so that a Store's value is never shared.
+func (s State) clone() State {
+	c := s
+	c.Spent = slices.Clone(s.Spent)
+	c.Leases = slices.Clone(s.Leases)
+	for i := range c.Leases {
+		c.Leases[i].Spent = slices.Clone(c.Leases[i].Spent)
+		c.Leases[i].Cost = slices.Clone(c.Leases[i].Cost)
+		c.Leases[i].Quotas = slices.Clone(c.Leases[i].Quotas)
+	}
+	c.Policies = slices.Clone(s.Policies)
+	c.Quotas = slices.Clone(s.Quotas)
+	for i := range c.Quotas {
+		c.Quotas[i].Sends = slices.Clone(c.Quotas[i].Sends)
+	}
+	c.Routes = slices.Clone(s.Routes)
+	return c
+}
+
+// Clone returns a deep copy of s: changing one does not change the other.
+func (s State) Clone() State { return s.clone() }
+
+// amountOf returns the amount in unit u of as.
+func amountOf(as []Amount, u ratelimit.Unit) int64 {
+	for _, a := range as {
+		if a.Unit == u {
+			return a.N
+		}
+	}
+	return 0
+}
+
+// addAmount adds n of unit u to *as.
+func addAmount(as *[]Amount, u ratelimit.Unit, n int64) {
+	for i := range *as {
+		if (*as)[i].Unit == u {
+			(*as)[i].N += n
+			return
+		}
+	}
+	*as = append(*as, Amount{Unit: u, N: n})
+}
+
+// spent returns the key's cumulative cost in unit u.
+func (s *State) spent(u ratelimit.Unit) int64 {
+	if u == ratelimit.UnitRequests || u == "" {
+		return int64(s.Seq)
+	}
+	return amountOf(s.Spent, u)
+}
+
+// inFlight returns the cost in unit u of the leases not yet answered.
+func (s *State) inFlight(u ratelimit.Unit) int64 {
+	if u == ratelimit.UnitRequests || u == "" {
+		return int64(len(s.Leases))
+	}
+	var n int64
+	for i := range s.Leases {
+		n += amountOf(s.Leases[i].Cost, u)
+	}
+	return n
+}
+
+// bucketOf returns the bucket a route was last counted in, and whether it
+// is known.
+func (s *State) bucketOf(route string) (string, bool) {
+	for i := len(s.Routes) - 1; i >= 0; i-- {
+		if s.Routes[i].Route == route {
+			return s.Routes[i].Bucket, true
+		}
+	}
+	return "", false
+}
+
+// learnRoute records that route was counted in bucket.
+func (s *State) learnRoute(route, bucket string) {
+	if route == "" {
+		return
+	}
+	for i := range s.Routes {
+		if s.Routes[i].Route == route {
+			if s.Routes[i].Bucket == bucket {
+				return
+			}
+			s.Routes = slices.Delete(s.Routes, i, i+1)
+			break
+		}
+	}
+	if len(s.Routes) >= maxRoutes {
+		s.Routes = slices.Delete(s.Routes, 0, 1)
+	}
+	s.Routes = append(s.Routes, Route{Route: route, Bucket: bucket})
+}

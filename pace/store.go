@@ -1,0 +1,174 @@
+package pace
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Store holds each key's State. It has two duties, so that a shared store
+// (Redis, ...) can take the in-process one's place without touching the
+// algorithm: load a key's state, and replace it atomically. Implementations
+// must be safe for concurrent use; package pacetest checks one against this
+// contract.
+type Store interface {
+	// Load returns key's state, or the zero State (Version 0) when the
+	// store has none, or has forgotten it after its Expires.
+	Load(ctx context.Context, key string) (State, error)
+	// CompareAndSwap replaces key's state with next if its version is
+	// still version (0: the key has no state), giving next the version
+	// version+1, and reports whether it did. The store may forget the key
+	// once next.Expires has passed.
+	CompareAndSwap(ctx context.Context, key string, version uint64, next State) (bool, error)
+}
+
+// ErrConflict is returned by Update when the key's state kept changing
+// under it for too many attempts.
+var ErrConflict = errors.New("pace: state changed concurrently too many times")
+
+// maxUpdateAttempts bounds Update's compare-and-swap loop.
+const maxUpdateAttempts = 64
+
+// Update applies f to key's state in store, atomically: it loads the state,
+// lets f change a copy, and replaces the state only if no one else did
+// meanwhile, trying again if someone did. It returns the state f produced.
+// An error from f is returned as it is, and nothing is stored.
+func Update(ctx context.Context, store Store, key string, f func(*State) error) (State, error) {
+	for range maxUpdateAttempts {
+		cur, err := store.Load(ctx, key)
+		if err != nil {
+			return State{}, err
+		}
+		next := cur.clone()
+		if err := f(&next); err != nil {
+			return State{}, err
+		}
+		ok, err := store.CompareAndSwap(ctx, key, cur.Version, next)
+		if err != nil {
+			return State{}, err
+		}
+		if ok {
+			next.Version = cur.Version + 1
+			return next, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return State{}, err
+		}
+	}
+	return State{}, ErrConflict
+}
+
+// MemoryStore is the in-process Store: a map of keys, each behind its own
+// lock, so that keys do not contend. Keys whose state has expired are
+// forgotten as new keys arrive.
+type MemoryStore struct {
+	now  func() time.Time
+	keys sync.Map // string -> *memEntry
+
+	mu       sync.Mutex
+	added    int // keys added since the last sweep
+	sweepAt  int // sweep when added reaches this
+	sweeping bool
+}
+
+type memEntry struct {
+	mu    sync.Mutex
+	state State
+	dead  bool // swept: a writer that still holds it must start again
+}
+
+// NewMemoryStore returns an empty in-process store. now is the clock that
+// expiry is judged by (nil: time.Now).
+func NewMemoryStore(now func() time.Time) *MemoryStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemoryStore{now: now, sweepAt: 1024}
+}
+
+// Load implements Store.
+func (m *MemoryStore) Load(_ context.Context, key string) (State, error) {
+	v, ok := m.keys.Load(key)
+	if !ok {
+		return State{}, nil
+	}
+	e := v.(*memEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state.Version != 0 && !e.state.Expires.IsZero() && !m.now().Before(e.state.Expires) {
+		return State{Version: e.state.Version}, nil // forgotten, but versions never go back
+	}
+	return e.state.clone(), nil
+}
+
+// CompareAndSwap implements Store.
+func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint64, next State) (bool, error) {
+	v, ok := m.keys.Load(key)
+	if !ok {
+		if version != 0 {
+			return false, nil
+		}
+		var loaded bool
+		v, loaded = m.keys.LoadOrStore(key, &memEntry{})
+		if !loaded {
+			m.added1()
+		}
+	}
+	e := v.(*memEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead || e.state.Version != version {
+		return false, nil
+	}
+	e.state = next.clone()
+	e.state.Version = version + 1
+	return true, nil
+}
+
+// Len returns how many keys the store holds, expired ones included until
+// they are swept.
+func (m *MemoryStore) Len() int {
+	n := 0
+	m.keys.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// added1 counts a new key and sweeps expired ones once the number of keys
+// added since the last sweep reaches the number of keys then kept: the
+// sweep's cost is spread over the keys that caused it.
+func (m *MemoryStore) added1() {
+	m.mu.Lock()
+	m.added++
+	if m.added < m.sweepAt || m.sweeping {
+		m.mu.Unlock()
+		return
+	}
+	m.sweeping = true
+	m.mu.Unlock()
+	kept := m.Sweep()
+	m.mu.Lock()
+	m.added, m.sweepAt, m.sweeping = 0, max(1024, kept), false
+	m.mu.Unlock()
+}
+
+// Sweep forgets the keys whose state has expired and returns how many are
+// kept.
+func (m *MemoryStore) Sweep() int {
+	now := m.now()
+	kept := 0
+	m.keys.Range(func(k, v any) bool {
+		e := v.(*memEntry)
+		e.mu.Lock()
+		dead := !e.state.Expires.IsZero() && !now.Before(e.state.Expires)
+		if dead {
+			e.dead = true
+			m.keys.Delete(k)
+		} else {
+			kept++
+		}
+		e.mu.Unlock()
+		return true
+	})
+	return kept
+}
