@@ -78,9 +78,7 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 			if p.Bucket != bucket || p.Unit != ratelimit.UnitRequests {
 				continue
 			}
-			if p.FromDate && !l.At.Before(p.Rolled) {
-				p.Unaligned = true
-			}
+			p.missed(s, l)
 			if p.available(s, now) >= 1 {
 				p.Remaining, p.BaseSpent, p.BaseAt = 0, l.spentAt(p.Unit), now
 				if p.Model == ModelWindow && !p.ResetAt.IsZero() {
@@ -100,6 +98,16 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 	if until.After(s.PauseUntil) {
 		s.PauseUntil, s.PauseWhy = until, why
 		s.ProbeAfter = until
+	}
+	if throttled {
+		// The quotas return, at the earliest, when the pause ends: that is
+		// their reset, and the first answer after it says what came back.
+		for i := range s.Policies {
+			p := &s.Policies[i]
+			if p.Bucket == bucket && p.Unit == ratelimit.UnitRequests && (p.ResetAt.IsZero() || p.ResetAt.Before(until)) {
+				p.ResetAt = until
+			}
+		}
 	}
 }
 
@@ -167,22 +175,53 @@ func (s *State) policy(bucket string, o *ratelimit.Policy) *Policy {
 }
 
 // resetBound returns the latest instant at which o's quota returns: the
-// answer's arrival plus its reset, or, for a server whose windows are
-// aligned to its clock's seconds, its Date plus the reset in the client's
-// time, when that is sooner.
+// answer's arrival plus its reset. For a server whose windows are aligned
+// to its clock's seconds (most are: a window is the current time truncated
+// to its length), the reset is exactly the server's Date plus the reset, in
+// the server's time; with the clocks' offset that is much sharper, so it is
+// used while it has not proved wrong (see missed).
 func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time.Time) time.Time {
 	if !o.HasReset {
 		return time.Time{}
 	}
 	late := recv.Add(o.Reset)
-	p.FromDate = false
-	if !date.IsZero() && s.Clock.Known && !p.Unaligned {
-		if t := date.Add(o.Reset + s.Clock.Hi); t.Before(late) && t.After(sent) {
-			p.FromDate = true
-			return t
-		}
+	p.DateReset = time.Time{}
+	if date.IsZero() || !s.Clock.Known || p.Unaligned || s.Clock.Lo >= s.Clock.Hi || o.Reset%time.Second != 0 {
+		// A reset finer than whole seconds is its own precision.
+		return late
+	}
+	// Clocks are usually in sync: take no offset unless the bounds say
+	// otherwise, plus a little, so as to land after the instant.
+	off := min(max(0, s.Clock.Lo), s.Clock.Hi) + dateMargin
+	server := date.Add(o.Reset)
+	if t := server.Add(off); t.Before(late) && t.After(sent) {
+		p.DateReset = server
+		return t
 	}
 	return late
+}
+
+// dateMargin is added to a reset derived from the server's Date.
+const dateMargin = 2 * time.Millisecond
+
+// missed takes in that the answer to l, granted after p's last reset,
+// shows the quota had not returned (a refusal): if that reset was derived
+// from the server's Date, it came too early. The first time, the clocks'
+// offset is raised so that the instant l was sent is taken as before the
+// reset; the second, the Date is no longer used for p.
+func (p *Policy) missed(s *State, l *Lease) {
+	if p.RolledDate.IsZero() || l.At.Before(p.Rolled) {
+		return
+	}
+	p.Misses++
+	p.DateTrusted = false
+	if p.Misses >= 2 {
+		p.Unaligned = true
+		return
+	}
+	if lo := l.At.Sub(p.RolledDate); s.Clock.Known && lo > s.Clock.Lo {
+		s.Clock.Lo = min(lo, s.Clock.Hi)
+	}
 }
 
 // observe narrows the offset bounds with one answer: the server wrote its

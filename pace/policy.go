@@ -19,13 +19,20 @@ func (p *Policy) capacity() float64 {
 	return math.Inf(1)
 }
 
-// available returns what is left at now, by the inferred model.
+// available returns what is left at now, by the inferred model. A quota
+// that says nothing of when it returns (no reset, no known rate) lets one
+// request go once a unit could have returned, to find out.
 func (p *Policy) available(s *State, now time.Time) float64 {
 	base := float64(p.Remaining)
 	if p.Model == ModelRefill && p.Refill > 0 && now.After(p.BaseAt) {
 		base = min(p.capacity(), base+p.Refill*seconds(now.Sub(p.BaseAt)))
 	}
-	return base - float64(p.used(s))
+	avail := base - float64(p.used(s))
+	if avail < 1 && p.ResetAt.IsZero() && (p.Model != ModelRefill || p.Refill <= 0) && !p.BaseAt.IsZero() &&
+		!now.Before(p.BaseAt.Add(p.guessStep())) && !p.probing(s) {
+		return 1
+	}
+	return avail
 }
 
 // roll applies a reset that now has reached: a window's quota returns
@@ -35,13 +42,13 @@ func (p *Policy) roll(s *State, now time.Time) {
 	if p.ResetAt.IsZero() || now.Before(p.ResetAt) {
 		return
 	}
-	switch p.Model {
-	case ModelWindow:
-		if p.Limit <= 0 {
-			p.Model = ModelUnknown
-			p.roll(s, now)
-			return
-		}
+	if p.Model == ModelRefill && p.Refill > 0 {
+		// The refill governs; the reset says nothing it does not.
+		p.ResetAt = time.Time{}
+		return
+	}
+	p.RolledDate = p.DateReset
+	if p.Model == ModelWindow && p.Limit > 0 && (p.RolledDate.IsZero() || p.DateTrusted) {
 		// Requests still in flight may be counted in the new window.
 		p.Remaining = p.Limit
 		p.BaseSpent = s.spent(p.Unit) - s.inFlight(p.Unit)
@@ -49,16 +56,20 @@ func (p *Policy) roll(s *State, now time.Time) {
 		p.Rolled = p.ResetAt
 		p.Settled = false
 		p.ResetAt = p.nextReset(now)
-	case ModelRefill:
-		// The refill rate governs; the reset adds nothing it does not say.
-		p.ResetAt = time.Time{}
-	default:
-		p.Remaining = 1
-		p.BaseSpent = s.spent(p.Unit)
-		p.BaseAt = p.ResetAt
-		p.Rolled = p.ResetAt
-		p.Settled = false
-		p.ResetAt = time.Time{}
+		return
+	}
+	// What the reset brings back is not known (or the quota refills, and
+	// the reset says when it is full; or the reset was derived from the
+	// server's Date and not yet confirmed): one request goes first, and its
+	// answer tells; a refill keeps adding meanwhile.
+	p.Remaining = 1
+	p.BaseSpent = s.spent(p.Unit)
+	p.BaseAt = p.ResetAt
+	p.Rolled = p.ResetAt
+	p.Settled = false
+	p.ResetAt = time.Time{}
+	if p.Model == ModelWindow && p.RolledDate.IsZero() {
+		p.Model = ModelUnknown
 	}
 }
 
@@ -97,25 +108,34 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (Decision, bool) {
 		d.Why = WhyRefill
 		d.At = after(p.BaseAt, (need+float64(p.used(s))-float64(p.Remaining))/p.Refill)
 		d.At = maxTime(d.At, now)
+		if !p.ResetAt.IsZero() && p.ResetAt.Before(d.At) {
+			d.At, d.Why = p.ResetAt, WhyQuota
+		}
 	case !p.ResetAt.IsZero():
 		d.At = p.ResetAt
 	default:
-		// Nothing says when it returns: ask again once a unit could
-		// have returned, or when an answer in flight says more.
-		d.Definite = false
-		d.At = now.Add(p.guessStep())
-		for i := range s.Leases {
-			if s.Leases[i].At.After(p.BaseAt) || s.Leases[i].Seq > uint64(p.BaseSpent) {
-				d.At = minTime(d.At, s.Leases[i].Expires)
-				break
-			}
-		}
-		if s.probeLease() == nil && p.Remaining <= 0 && len(s.Leases) == 0 {
-			// Nothing in flight will tell: probe once the guess is up.
-			d.Definite = true
+		// Nothing says when it returns (no reset, no rate yet): once a
+		// unit could have returned, one request goes to find out (see
+		// available); an answer in flight may tell sooner.
+		d.At = maxTime(p.BaseAt.Add(p.guessStep()), now)
+		d.Definite = !p.probing(s)
+		if d.Definite {
+			d.Why = WhyProbe
+			d.Detail = p.describe(s, now) + "; nothing says when it returns"
 		}
 	}
 	return d, false
+}
+
+// probing reports whether a request granted since p's base answer is in
+// flight: its answer will say more.
+func (p *Policy) probing(s *State) bool {
+	for i := range s.Leases {
+		if s.Leases[i].spentAt(p.Unit) > p.BaseSpent {
+			return true
+		}
+	}
+	return false
 }
 
 // guessStep is how long to wait for a unit of a quota that says nothing
@@ -169,53 +189,109 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 	if o.Window > 0 {
 		p.Window = o.Window
 	}
+	if l.At.Before(p.Rolled) {
+		// Granted before the last reset: the answer may describe the
+		// window before it, and says nothing reliable about this one.
+		return
+	}
 	if !o.HasRemaining {
-		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt)) && !l.At.Before(p.Rolled) {
+		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt)) {
 			p.ResetAt = resetAt
 		}
 		return
 	}
-	spentAt := l.spentAt(p.Unit)
-	cand := float64(o.Remaining) - float64(s.spent(p.Unit)-spentAt)
+	// What the answer says is left now, at worst: what it counted, less
+	// what was granted after it, and less what was granted before it and
+	// is still in flight (the server may have processed those after it).
+	ahead := s.aheadOf(l, p.Unit)
+	cand := float64(o.Remaining) - float64(s.spent(p.Unit)-l.spentAt(p.Unit)) - float64(ahead)
 	fresh := p.BaseAt.IsZero() // nothing known yet
-	newWindow := !p.Rolled.IsZero() && !l.At.Before(p.Rolled) && !p.Settled
+	newWindow := !p.Rolled.IsZero() && !p.Settled
 	cur := p.available(s, now)
 	switch {
 	case fresh:
-		p.adopt(s, l, o, now, resetAt)
+		p.adopt(l, o.Remaining, ahead, now, resetAt)
 		p.Model = ModelUnknown
 	case newWindow:
 		// The first answer from after a reset: it says what the reset
 		// brought back.
-		p.learnReset(s, l, o, now)
-		p.adopt(s, l, o, now, resetAt)
+		p.learnReset(l, o.Remaining, ahead)
+		p.adopt(l, o.Remaining, ahead, now, resetAt)
 		p.Settled = true
 	case cand < cur-0.5:
-		// Tighter than what was inferred: take it. If the quota was
-		// thought to refill, it refills less than that.
-		if p.Model == ModelRefill {
-			p.learnRefill(s, l, o, now)
-		}
-		p.adopt(s, l, o, now, resetAt)
+		// Tighter than what was inferred: take it.
+		p.adopt(l, o.Remaining, ahead, now, resetAt)
 	case cand > cur+0.5 && !l.At.Before(p.BaseAt):
 		// More than inferred, from a request sent after the base answer
-		// arrived: the quota returned some. (A late answer to a request
-		// sent earlier may carry an older, larger count; it is ignored.)
-		if p.Model != ModelWindow || p.ResetAt.IsZero() || l.At.Before(p.ResetAt) {
-			p.learnRefill(s, l, o, now)
-		}
-		p.adopt(s, l, o, now, resetAt)
+		// arrived: the base understated, or the quota returned some. (A
+		// late answer to a request sent earlier may carry an older,
+		// larger count; it is ignored.)
+		p.adopt(l, o.Remaining, ahead, now, resetAt)
 	default:
 		// Agrees with what was inferred: keep the base, sharpen the reset.
 		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt)) {
 			p.ResetAt = resetAt
 		}
 	}
+	if p.Model != ModelWindow {
+		full := p.Limit > 0 && o.Remaining >= p.Limit-1
+		p.sampleRefill(l, float64(o.Remaining-ahead+l.spentAt(p.Unit)), full, now)
+	}
 }
 
-// adopt makes the answer to l the base of p.
-func (p *Policy) adopt(s *State, l *Lease, o *ratelimit.Policy, now, resetAt time.Time) {
-	p.Remaining = o.Remaining
+// minRefillSpan is the least time over which a refill rate is measured: over
+// less, the counts' granularity swamps it.
+const minRefillSpan = 250 * time.Millisecond
+
+// sampleRefill measures the refill rate from level, the quota's cumulative
+// level at the answer to l (what is left, plus everything ever granted: it
+// grows only as the quota returns), against an earlier answer's: the anchor.
+// A quota that is full does not refill, so it restarts the measure.
+func (p *Policy) sampleRefill(l *Lease, level float64, full bool, now time.Time) {
+	switch {
+	case full:
+		p.AnchorAt = time.Time{}
+		return
+	case p.AnchorAt.IsZero():
+		p.AnchorAt, p.AnchorLevel = now, level
+		return
+	case l.At.Before(p.AnchorAt):
+		return // processed before the anchor, maybe: not comparable
+	}
+	dt := now.Sub(p.AnchorAt)
+	if dt < minRefillSpan {
+		return
+	}
+	rate := max(level-p.AnchorLevel, 0) / seconds(dt)
+	p.AnchorAt, p.AnchorLevel = now, level
+	if p.Refill > 0 {
+		rate = (p.Refill + rate) / 2
+	}
+	if limit := p.maxRefill(); rate > limit {
+		rate = limit
+	}
+	p.Refill = rate
+	switch {
+	case rate >= p.minRefill():
+		p.Model = ModelRefill
+	case p.Model == ModelRefill:
+		p.Model = ModelUnknown
+	}
+}
+
+// maxRefill bounds a measured rate: twice the quota's average rate.
+func (p *Policy) maxRefill() float64 {
+	if p.Limit > 0 && p.Window > 0 {
+		return 2 * float64(p.Limit) / seconds(p.Window)
+	}
+	return math.Inf(1)
+}
+
+// adopt makes the answer to l the base of p: remaining is what it says is
+// left, ahead what was granted before l and is still in flight (counted as
+// though the server would process it after l).
+func (p *Policy) adopt(l *Lease, remaining, ahead int64, now, resetAt time.Time) {
+	p.Remaining, p.Slack = remaining-ahead, ahead
 	p.BaseSpent = l.spentAt(p.Unit)
 	p.BaseAt = now
 	if !resetAt.IsZero() {
@@ -225,41 +301,40 @@ func (p *Policy) adopt(s *State, l *Lease, o *ratelimit.Policy, now, resetAt tim
 	}
 }
 
-// learnReset infers the model from the first answer after a reset.
-func (p *Policy) learnReset(s *State, l *Lease, o *ratelimit.Policy, now time.Time) {
-	// How many units the new window has served by this answer, ours
-	// among them: those granted since the roll, up to this lease.
-	ours := float64(l.spentAt(p.Unit) - p.BaseSpent + 1)
-	if p.Limit > 0 && float64(o.Remaining)+ours >= float64(p.Limit)-0.5 {
+// learnReset infers the model from the first answer after a reset: its
+// remaining, with ahead units granted before it still in flight.
+func (p *Policy) learnReset(l *Lease, remaining, ahead int64) {
+	// How many units the new window has served by this answer at most:
+	// those granted since the roll, up to this lease.
+	ours := l.spentAt(p.Unit) - p.BaseSpent
+	if p.Limit > 0 && remaining+ours >= p.Limit-1 {
 		p.Model = ModelWindow
-		if prev := p.Rolled; !prev.IsZero() && p.Window > 0 {
+		if p.Window > 0 {
 			p.Period = p.Window
 		}
-		return
-	}
-	// Only part of the quota came back: it refills.
-	p.learnRefill(s, l, o, now)
-}
-
-// learnRefill measures the refill rate between the base answer and the
-// answer to l: what came back, over the longest the interval can be.
-func (p *Policy) learnRefill(s *State, l *Lease, o *ratelimit.Policy, now time.Time) {
-	dt := seconds(now.Sub(p.BaseAt))
-	if dt <= 0 {
-		return
-	}
-	used := float64(l.spentAt(p.Unit) - p.BaseSpent)
-	gained := float64(o.Remaining) + used - float64(p.Remaining)
-	rate := max(gained, 0) / dt
-	if p.Limit > 0 && p.Window > 0 {
-		rate = min(rate, 2*float64(p.Limit)/seconds(p.Window))
-	}
-	if rate <= 0 {
-		if p.Model == ModelRefill {
-			p.Refill /= 2
+		if !p.RolledDate.IsZero() {
+			p.DateTrusted, p.Misses = true, 0
 		}
 		return
 	}
-	p.Model = ModelRefill
-	p.Refill = rate
+	// Only part of the quota came back: it refills, at a rate the next
+	// answers measure; until then, its average when known.
+	if p.Refill <= 0 && p.Limit > 0 && p.Window > 0 {
+		p.Refill = float64(p.Limit) / seconds(p.Window)
+	}
+	if p.Refill > 0 {
+		p.Model = ModelRefill
+	} else {
+		p.Model = ModelUnknown
+	}
+	_ = ahead
+}
+
+// minRefill is the least rate taken for a refill: a twentieth of the
+// quota's average rate, or a unit a minute when that is unknown.
+func (p *Policy) minRefill() float64 {
+	if p.Limit > 0 && p.Window > 0 {
+		return float64(p.Limit) / seconds(p.Window) / 20
+	}
+	return 1.0 / 60
 }

@@ -26,6 +26,9 @@ type Config struct {
 	IdleTTL time.Duration
 }
 
+// minStep is the least time a request that must wait is asked to wait.
+const minStep = time.Millisecond
+
 // Defaults of Config.
 const (
 	DefaultLeaseTTL = time.Minute
@@ -188,6 +191,9 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 		}
 	}
 	if wait.Why != 0 {
+		// A rate's arithmetic can land on now itself: ask again a moment
+		// later rather than at once, which would spin.
+		wait.At = maxTime(wait.At, now.Add(minStep))
 		return wait
 	}
 	return Decision{OK: true, Lease: s.grant(now, req, bucket, probe, cfg)}

@@ -148,11 +148,26 @@ type Policy struct {
 	// Settled reports that an answer to a request granted after Rolled has
 	// been taken in: what the reset brought back is known.
 	Settled bool `json:"settled,omitempty"`
-	// FromDate reports that ResetAt was sharpened with the server's Date,
-	// on the assumption that its windows are aligned to its clock's
-	// seconds; Unaligned that this turned out wrong.
-	FromDate  bool `json:"from_date,omitempty"`
-	Unaligned bool `json:"unaligned,omitempty"`
+	// DateReset, when set, is the reset in the server's time (its Date
+	// plus the reset), on the assumption that its windows are aligned to
+	// its clock's seconds: ResetAt was derived from it. DateTrusted reports
+	// that a reset so derived was confirmed by the answer after it; Misses
+	// counts those that came too early, and Unaligned that the assumption
+	// was given up.
+	DateReset   time.Time `json:"date_reset,omitempty"`
+	RolledDate  time.Time `json:"rolled_date,omitempty"` // DateReset of the reset last rolled
+	DateTrusted bool      `json:"date_trusted,omitempty"`
+	Misses      int       `json:"misses,omitempty"`
+	Unaligned   bool      `json:"unaligned,omitempty"`
+	// AnchorAt and AnchorLevel are the answer a refill rate is measured
+	// from: when it arrived, and the quota's cumulative level then (what
+	// was left plus everything granted until then).
+	AnchorAt    time.Time `json:"anchor_at,omitempty"`
+	AnchorLevel float64   `json:"anchor_level,omitempty"`
+	// Slack is how much Remaining may understate what the base answer
+	// said: the units granted before it and in flight, counted as though
+	// the server would process them after it.
+	Slack int64 `json:"slack,omitempty"`
 }
 
 // Route maps a route to the server-named bucket it was counted in.
@@ -222,6 +237,23 @@ func (s *State) spent(u ratelimit.Unit) int64 {
 		return int64(s.Seq)
 	}
 	return amountOf(s.Spent, u)
+}
+
+// aheadOf returns the cost in unit u of the leases granted before l and
+// still in flight: the server may process them after l, so l's answer may
+// not count them yet.
+func (s *State) aheadOf(l *Lease, u ratelimit.Unit) int64 {
+	var n int64
+	for i := range s.Leases {
+		if s.Leases[i].Seq < l.Seq {
+			if u == ratelimit.UnitRequests || u == "" {
+				n++
+			} else {
+				n += amountOf(s.Leases[i].Cost, u)
+			}
+		}
+	}
+	return n
 }
 
 // inFlight returns the cost in unit u of the leases not yet answered.
