@@ -186,8 +186,9 @@ func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time
 	}
 	late := recv.Add(o.Reset)
 	p.DateReset = time.Time{}
-	if date.IsZero() || !s.Clock.Known || p.Unaligned || s.Clock.Lo >= s.Clock.Hi || o.Reset%time.Second != 0 {
-		// A reset finer than whole seconds is its own precision.
+	if date.IsZero() || !s.Clock.Known || p.Unaligned || s.Clock.Lo >= s.Clock.Hi || o.Reset%time.Second != 0 || p.Model == ModelRefill {
+		// A reset finer than whole seconds is its own precision; and only
+		// a quota seen to return whole at its reset has windows to align.
 		return late
 	}
 	// Clocks are usually in sync: take no offset unless the bounds say
@@ -206,22 +207,16 @@ const dateMargin = 2 * time.Millisecond
 
 // missed takes in that the answer to l, granted after p's last reset,
 // shows the quota had not returned (a refusal): if that reset was derived
-// from the server's Date, it came too early. The first time, the clocks'
-// offset is raised so that the instant l was sent is taken as before the
-// reset; the second, the Date is no longer used for p.
+// from the server's Date, the server's windows are not aligned to its
+// clock's seconds after all (a sliding log, or windows that start at a
+// client's first request), and its Date is no longer used for p.
 func (p *Policy) missed(s *State, l *Lease) {
 	if p.RolledDate.IsZero() || l.At.Before(p.Rolled) {
 		return
 	}
 	p.Misses++
 	p.DateTrusted = false
-	if p.Misses >= 2 {
-		p.Unaligned = true
-		return
-	}
-	if lo := l.At.Sub(p.RolledDate); s.Clock.Known && lo > s.Clock.Lo {
-		s.Clock.Lo = min(lo, s.Clock.Hi)
-	}
+	p.Unaligned = true
 }
 
 // observe narrows the offset bounds with one answer: the server wrote its

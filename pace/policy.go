@@ -200,44 +200,60 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 		}
 		return
 	}
-	// What the answer says is left now, at worst: what it counted, less
-	// what was granted after it, and less what was granted before it and
-	// is still in flight (the server may have processed those after it).
-	ahead := s.aheadOf(l, p.Unit)
-	cand := float64(o.Remaining) - float64(s.spent(p.Unit)-l.spentAt(p.Unit)) - float64(ahead)
+	// What the answer says is left now: what it counted, less what is
+	// still in flight (the server may not have counted those yet).
+	inflight := s.inFlight(p.Unit)
+	cand := o.Remaining - inflight
 	fresh := p.BaseAt.IsZero() // nothing known yet
 	newWindow := !p.Rolled.IsZero() && !p.Settled
-	cur := p.available(s, now)
+	adopt := true
 	switch {
 	case fresh:
-		p.adopt(l, o.Remaining, ahead, now, resetAt)
 		p.Model = ModelUnknown
 	case newWindow:
 		// The first answer from after a reset: it says what the reset
 		// brought back.
-		p.learnReset(l, o.Remaining, ahead)
-		p.adopt(l, o.Remaining, ahead, now, resetAt)
+		p.learnReset(s, o.Remaining)
 		p.Settled = true
-	case cand < cur-0.5:
-		// Tighter than what was inferred: take it.
-		p.adopt(l, o.Remaining, ahead, now, resetAt)
-	case cand > cur+0.5 && !l.At.Before(p.BaseAt):
-		// More than inferred, from a request sent after the base answer
-		// arrived: the base understated, or the quota returned some. (A
-		// late answer to a request sent earlier may carry an older,
-		// larger count; it is ignored.)
-		p.adopt(l, o.Remaining, ahead, now, resetAt)
+	case !l.At.Before(p.BaseAt):
+		// Sent after the base answer arrived: the server counted it after
+		// the base, so it is newer.
+	case o.Remaining < p.BaseR:
+		// Sent before the base answer arrived, and counted after it (it
+		// found less left): newer too. (Answers to requests in flight
+		// together arrive in any order; the least remaining is the last
+		// counted.)
 	default:
-		// Agrees with what was inferred: keep the base, sharpen the reset.
+		// Counted before the base (an older, larger count, such as a late
+		// answer carries): nothing new, except that the base, which
+		// counted it as in flight, counted it twice. Sharpen the reset.
+		adopt = false
+		if l.spentAt(p.Unit) <= p.BaseSpent {
+			p.Remaining += costIn(l.Cost, p.Unit)
+		}
 		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt)) {
+			p.ResetAt = resetAt
+		}
+	}
+	if adopt {
+		p.Remaining, p.BaseR, p.BaseSpent, p.BaseAt = cand, o.Remaining, s.spent(p.Unit), now
+		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt) || !p.ResetAt.After(now) || newWindow || p.Model == ModelUnknown && p.Settled) {
 			p.ResetAt = resetAt
 		}
 	}
 	if p.Model != ModelWindow {
 		full := p.Limit > 0 && o.Remaining >= p.Limit-1
-		p.sampleRefill(l, float64(o.Remaining-ahead+l.spentAt(p.Unit)), full, now)
+		// Requests in flight blur the level by their number: measure only
+		// from answers with few in flight (as when pacing to the rate).
+		if adopt && inflight <= maxBlur {
+			p.sampleRefill(l, float64(cand+s.spent(p.Unit)), full, now)
+		}
 	}
 }
+
+// maxBlur is the most units in flight with which an answer is used to
+// measure a refill rate.
+const maxBlur = 2
 
 // minRefillSpan is the least time over which a refill rate is measured: over
 // less, the counts' granularity swamps it.
@@ -287,26 +303,11 @@ func (p *Policy) maxRefill() float64 {
 	return math.Inf(1)
 }
 
-// adopt makes the answer to l the base of p: remaining is what it says is
-// left, ahead what was granted before l and is still in flight (counted as
-// though the server would process it after l).
-func (p *Policy) adopt(l *Lease, remaining, ahead int64, now, resetAt time.Time) {
-	p.Remaining, p.Slack = remaining-ahead, ahead
-	p.BaseSpent = l.spentAt(p.Unit)
-	p.BaseAt = now
-	if !resetAt.IsZero() {
-		if p.ResetAt.IsZero() || resetAt.Before(p.ResetAt) || !p.ResetAt.After(now) || p.Model == ModelUnknown && p.Settled {
-			p.ResetAt = resetAt
-		}
-	}
-}
-
 // learnReset infers the model from the first answer after a reset: its
-// remaining, with ahead units granted before it still in flight.
-func (p *Policy) learnReset(l *Lease, remaining, ahead int64) {
-	// How many units the new window has served by this answer at most:
-	// those granted since the roll, up to this lease.
-	ours := l.spentAt(p.Unit) - p.BaseSpent
+// remaining, out of a window in which the server may have served, at most,
+// every request granted since the roll.
+func (p *Policy) learnReset(s *State, remaining int64) {
+	ours := s.spent(p.Unit) - p.BaseSpent + s.inFlightBefore(p)
 	if p.Limit > 0 && remaining+ours >= p.Limit-1 {
 		p.Model = ModelWindow
 		if p.Window > 0 {
@@ -327,7 +328,6 @@ func (p *Policy) learnReset(l *Lease, remaining, ahead int64) {
 	} else {
 		p.Model = ModelUnknown
 	}
-	_ = ahead
 }
 
 // minRefill is the least rate taken for a refill: a twentieth of the

@@ -125,10 +125,10 @@ type Policy struct {
 	Limit  int64          `json:"limit,omitempty"`
 	Window time.Duration  `json:"window,omitempty"`
 
-	// Remaining is what the base response said was left; BaseSpent the
-	// key's cumulative cost in Unit up to and including the request it
-	// answered, so everything granted since counts against Remaining.
-	// BaseAt is when that response arrived.
+	// Remaining is what was left when the base answer arrived, less what
+	// was in flight then; BaseSpent the key's cumulative cost in Unit at
+	// that moment, so everything granted since counts against Remaining.
+	// BaseAt is when that answer arrived.
 	Remaining int64     `json:"rem"`
 	BaseSpent int64     `json:"base"`
 	BaseAt    time.Time `json:"base_at"`
@@ -164,10 +164,9 @@ type Policy struct {
 	// was left plus everything granted until then).
 	AnchorAt    time.Time `json:"anchor_at,omitempty"`
 	AnchorLevel float64   `json:"anchor_level,omitempty"`
-	// Slack is how much Remaining may understate what the base answer
-	// said: the units granted before it and in flight, counted as though
-	// the server would process them after it.
-	Slack int64 `json:"slack,omitempty"`
+	// BaseR is the remaining the base answer said, as it said it: an
+	// answer that says less was counted after it.
+	BaseR int64 `json:"base_r,omitempty"`
 }
 
 // Route maps a route to the server-named bucket it was counted in.
@@ -239,18 +238,13 @@ func (s *State) spent(u ratelimit.Unit) int64 {
 	return amountOf(s.Spent, u)
 }
 
-// aheadOf returns the cost in unit u of the leases granted before l and
-// still in flight: the server may process them after l, so l's answer may
-// not count them yet.
-func (s *State) aheadOf(l *Lease, u ratelimit.Unit) int64 {
+// inFlightBefore returns the cost in p's unit of the leases granted before
+// p's last roll and still in flight: the new window may count them.
+func (s *State) inFlightBefore(p *Policy) int64 {
 	var n int64
 	for i := range s.Leases {
-		if s.Leases[i].Seq < l.Seq {
-			if u == ratelimit.UnitRequests || u == "" {
-				n++
-			} else {
-				n += amountOf(s.Leases[i].Cost, u)
-			}
+		if s.Leases[i].spentAt(p.Unit) <= p.BaseSpent {
+			n += costIn(s.Leases[i].Cost, p.Unit)
 		}
 	}
 	return n
