@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -21,11 +22,15 @@ type Adaptive struct {
 	// Tokens and Filled are the token bucket: Tokens at Filled.
 	Tokens float64   `json:"tokens,omitempty"`
 	Filled time.Time `json:"filled,omitempty"`
-	// Measured is the smoothed sending rate; Count requests were sent in
-	// the interval that began at Since.
+	// Measured is the smoothed rate of requests the server accepted;
+	// Count were accepted in the interval that began at Since.
 	Measured float64   `json:"measured,omitempty"`
 	Count    int       `json:"count,omitempty"`
 	Since    time.Time `json:"since,omitempty"`
+	// Accepted counts the answers accepted since First, the first send,
+	// until the first 429.
+	Accepted int       `json:"accepted,omitempty"`
+	First    time.Time `json:"first,omitempty"`
 }
 
 // The CUBIC constants of the AWS SDK's adaptive mode.
@@ -74,11 +79,26 @@ func (a *Adaptive) hold(now time.Time) (Decision, bool) {
 		return Decision{}, true
 	}
 	r := a.Rate(now)
-	return Decision{At: after(now, (1-a.Tokens)/r), Definite: true, Why: WhyAdaptive}, false
+	return Decision{At: after(now, (1-a.Tokens)/r), Definite: true, Why: WhyAdaptive, Detail: fmt.Sprintf("%.3g requests/s", r)}, false
 }
 
 // sent records a request sent at now.
 func (a *Adaptive) sent(now time.Time) {
+	if a.Since.IsZero() {
+		a.Since = now
+	}
+	if a.First.IsZero() {
+		a.First = now
+	}
+	if a.On {
+		a.fill(now)
+		a.Tokens--
+	}
+}
+
+// accepted records an answer the server did not refuse, at now: the rate
+// the server accepts is what a refusal cuts from.
+func (a *Adaptive) accepted(now time.Time) {
 	if a.Since.IsZero() {
 		a.Since = now
 	}
@@ -88,9 +108,8 @@ func (a *Adaptive) sent(now time.Time) {
 		a.Count, a.Since = 0, now
 	}
 	a.Count++
-	if a.On {
-		a.fill(now)
-		a.Tokens--
+	if !a.On {
+		a.Accepted++
 	}
 }
 
@@ -99,14 +118,27 @@ func (a *Adaptive) refund() {
 	if a.On {
 		a.Tokens++
 	}
-	if a.Count > 0 {
-		a.Count--
-	}
 }
 
-// throttle takes in a 429 at now.
-func (a *Adaptive) throttle(now time.Time) {
+// throttle takes in a 429 at now, to a request sent at sent. A request sent
+// before the last 429 says nothing about the rate since: it is ignored, so
+// that one burst refused at once cuts the rate once.
+func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
+	if a.On && sent.Before(a.Throttled) {
+		return
+	}
 	rate := a.Measured
+	if !a.On && retryAfter > 0 && !a.First.IsZero() {
+		// The first refusal: what was accepted until now, and the wait
+		// the server asks for before more, bound the rate it allows.
+		// Start on the curve's plateau, at that rate: a measured rate, not
+		// one to cut from.
+		a.Max = max(float64(a.Accepted)/seconds(now.Sub(a.First)+retryAfter), minRate)
+		k := math.Cbrt(a.Max * (1 - cubicBeta) / cubicC)
+		a.Throttled, a.On = now.Add(-time.Duration(k*float64(time.Second))), true
+		a.Tokens, a.Filled = min(1, burst(a.Rate(now))), now
+		return
+	}
 	if a.Count > 0 {
 		rate = max(rate, float64(a.Count)/max(seconds(now.Sub(a.Since)), seconds(measureWindow)))
 	}

@@ -40,7 +40,7 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	for i := range obs.Policies {
 		o := &obs.Policies[i]
 		p := s.policy(BucketOf(o), o)
-		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date))
+		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date), obs.Status == http.StatusTooManyRequests)
 	}
 	if !s.ProbeAfter.IsZero() && !l.At.Before(s.ProbeAfter) {
 		s.ProbeAfter = time.Time{}
@@ -49,6 +49,8 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	refused := obs.Status == http.StatusTooManyRequests
 	if refused || obs.Status == http.StatusServiceUnavailable && obs.HasRetryAfter {
 		s.refused(now, &l, obs, bucket, refused, cfg)
+	} else {
+		s.Adaptive.accepted(now)
 	}
 	s.touch(now, cfg)
 }
@@ -86,9 +88,14 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 				}
 			}
 		}
-		if pause <= 0 && len(obs.Policies) == 0 {
-			s.Adaptive.throttle(now)
-			return
+		if len(obs.Policies) == 0 {
+			// Nothing says how much is allowed: learn the rate from the
+			// refusals (and still honour a Retry-After).
+			var ra time.Duration
+			if obs.HasRetryAfter {
+				ra = obs.RetryAfter
+			}
+			s.Adaptive.throttle(now, l.At, ra)
 		}
 	}
 	if pause <= 0 {

@@ -182,7 +182,7 @@ func minTime(a, b time.Time) time.Time {
 // observe takes in what a response to lease l, granted at l.At and answered
 // at now, says of p's quota (o), its reset bound being resetAt (zero when
 // unknown).
-func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy, resetAt time.Time) {
+func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy, resetAt time.Time, refused bool) {
 	if o.HasLimit {
 		p.Limit = o.Limit
 	}
@@ -205,7 +205,9 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 	inflight := s.inFlight(p.Unit)
 	cand := o.Remaining - inflight
 	fresh := p.BaseAt.IsZero() // nothing known yet
-	newWindow := !p.Rolled.IsZero() && !p.Settled
+	// A refusal right after a reset says the reset came too early, not
+	// what it brought back: the next reset (the pause's end) will tell.
+	newWindow := !p.Rolled.IsZero() && !p.Settled && !refused
 	adopt := true
 	switch {
 	case fresh:
