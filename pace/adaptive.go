@@ -127,6 +127,10 @@ func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
 	if a.On && sent.Before(a.Throttled) {
 		return
 	}
+	if !a.On && a.Accepted == 0 && retryAfter > 0 {
+		// Nothing accepted yet: no rate to learn; the pause will do.
+		return
+	}
 	rate := a.Measured
 	if !a.On && retryAfter > 0 && !a.First.IsZero() {
 		// The first refusal: what was accepted until now, and the wait
