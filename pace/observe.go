@@ -31,6 +31,13 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	}
 	s.Answered = true
 	s.Clock.observe(l.At, now, a.Date)
+	if rtt := now.Sub(l.At); rtt > 0 {
+		if s.RTT == 0 {
+			s.RTT = rtt
+		} else {
+			s.RTT = (7*s.RTT + rtt) / 8
+		}
+	}
 
 	bucket := l.Bucket
 	if len(obs.Policies) > 0 {

@@ -28,6 +28,11 @@ func (p *Policy) available(s *State, now time.Time) float64 {
 		base = min(p.capacity(), base+p.Refill*seconds(now.Sub(p.BaseAt)))
 	}
 	avail := base - float64(p.used(s))
+	if p.Foreign > 0 {
+		// Others spend too: keep back what they may spend while a request
+		// of ours is on its way.
+		avail -= p.Foreign * seconds(s.RTT)
+	}
 	if avail < 1 && p.ResetAt.IsZero() && (p.Model != ModelRefill || p.Refill <= 0) && !p.BaseAt.IsZero() &&
 		!now.Before(p.BaseAt.Add(p.guessStep())) && !p.probing(s) {
 		return 1
@@ -204,6 +209,7 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 	// still in flight (the server may not have counted those yet).
 	inflight := s.inFlight(p.Unit)
 	cand := o.Remaining - inflight
+	cur := p.available(s, now)
 	fresh := p.BaseAt.IsZero() // nothing known yet
 	// A refusal right after a reset says the reset came too early, not
 	// what it brought back: the next reset (the pause's end) will tell.
@@ -238,6 +244,10 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 		}
 	}
 	if adopt {
+		if !fresh && !newWindow && !l.At.Before(p.BaseAt) {
+			// Beyond what ours in flight may blur, what ours do not explain is others..
+			p.learnForeign(cur-float64(cand)-float64(inflight), now)
+		}
 		p.Remaining, p.BaseR, p.BaseSpent, p.BaseAt = cand, o.Remaining, s.spent(p.Unit), now
 		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt) || !p.ResetAt.After(now) || newWindow || p.Model == ModelUnknown && p.Settled) {
 			p.ResetAt = resetAt
@@ -329,6 +339,24 @@ func (p *Policy) learnReset(s *State, remaining int64) {
 		p.Model = ModelRefill
 	} else {
 		p.Model = ModelUnknown
+	}
+}
+
+// learnForeign takes in that an answer, newer than the base, found drop
+// units fewer than inferred: others (another process, another client with
+// the same quota) spent them since the base answer.
+func (p *Policy) learnForeign(drop float64, now time.Time) {
+	dt := seconds(now.Sub(p.BaseAt))
+	if dt <= 0 {
+		return
+	}
+	sample := max(drop, 0) / max(dt, 0.05)
+	if limit := p.maxRefill(); sample > limit {
+		sample = limit
+	}
+	p.Foreign = 0.7*p.Foreign + 0.3*sample
+	if p.Foreign < 0.01 {
+		p.Foreign = 0
 	}
 }
 

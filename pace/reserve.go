@@ -26,8 +26,13 @@ type Config struct {
 	IdleTTL time.Duration
 }
 
-// minStep is the least time a request that must wait is asked to wait.
-const minStep = time.Millisecond
+// minStep is the least time a request that must wait is asked to wait, and
+// pollStep the most a request waiting for an answer waits before it asks
+// again.
+const (
+	minStep  = time.Millisecond
+	pollStep = 25 * time.Millisecond
+)
 
 // Defaults of Config.
 const (
@@ -192,8 +197,13 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 	}
 	if wait.Why != 0 {
 		// A rate's arithmetic can land on now itself: ask again a moment
-		// later rather than at once, which would spin.
+		// later rather than at once, which would spin. A wait for an
+		// answer asks again soon: the answer may land in a store this
+		// process does not hear from.
 		wait.At = maxTime(wait.At, now.Add(minStep))
+		if !wait.Definite {
+			wait.At = minTime(wait.At, now.Add(pollStep))
+		}
 		return wait
 	}
 	return Decision{OK: true, Lease: s.grant(now, req, bucket, probe, cfg)}

@@ -48,6 +48,8 @@ type State struct {
 	// Clock bounds the offset of the client's clock from the server's
 	// (client = server + offset), learnt from Date headers.
 	Clock Offset `json:"clock"`
+	// RTT is the smoothed time from a lease's grant to its answer.
+	RTT time.Duration `json:"rtt,omitempty"`
 }
 
 // Amount is a cost in one unit.
@@ -164,6 +166,9 @@ type Policy struct {
 	// was left plus everything granted until then).
 	AnchorAt    time.Time `json:"anchor_at,omitempty"`
 	AnchorLevel float64   `json:"anchor_level,omitempty"`
+	// Foreign is the rate at which others spend the quota, in units per
+	// second, inferred from answers that found less than ours explain.
+	Foreign float64 `json:"foreign,omitempty"`
 	// BaseR is the remaining the base answer said, as it said it: an
 	// answer that says less was counted after it.
 	BaseR int64 `json:"base_r,omitempty"`

@@ -98,3 +98,55 @@ func TestTrace(t *testing.T) {
 		fmt.Println(r)
 	}
 }
+
+// scenarios are the quirks of real servers and the workloads of the issue,
+// beside the grid.
+func scenarios() []Scenario {
+	p := func(alg rlt.Algorithm) rlt.Policy { return rlt.Policy{Algorithm: alg, Limit: 50, Window: time.Second} }
+	anchored := p(rlt.FixedWindow)
+	anchored.Anchor = rlt.AnchorFirstRequest
+	return []Scenario{
+		{Name: "quirk: Retry-After is the whole window (httprate), sliding-counter/x-ratelimit", Policy: p(rlt.SlidingCounter), Dialect: rlt.XRateLimit, Options: []rlt.Option{rlt.WithRetryAfterFullWindow()}},
+		{Name: "quirk: Retry-After is the whole window, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Options: []rlt.Option{rlt.WithRetryAfterFullWindow()}},
+		{Name: "quirk: windows from the first request, fixed-window/ietf", Policy: anchored, Dialect: rlt.IETF},
+		{Name: "quirk: windows from the first request, fixed-window/x-ratelimit", Policy: anchored, Dialect: rlt.XRateLimit},
+		{Name: "quirk: coarse resets on a fast GCRA, gcra/openai", Policy: p(rlt.GCRA), Dialect: rlt.OpenAI, Options: []rlt.Option{rlt.WithCoarseResets()}},
+		{Name: "quirk: coarse resets on a fast GCRA, gcra/discord", Policy: p(rlt.GCRA), Dialect: rlt.Discord, Options: []rlt.Option{rlt.WithCoarseResets()}},
+		{Name: "quirk: reset always 1, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Options: []rlt.Option{rlt.WithResetAlwaysOne()}},
+		{Name: "quirk: reset always 1, token-bucket/x-ratelimit", Policy: p(rlt.TokenBucket), Dialect: rlt.XRateLimit, Options: []rlt.Option{rlt.WithResetAlwaysOne()}},
+		{Name: "quirk: Retry-After as a date, fixed-window/github", Policy: p(rlt.FixedWindow), Dialect: rlt.GitHub, Options: []rlt.Option{rlt.WithRetryAfter(rlt.RetryAfterDate)}},
+		{Name: "ample quota: 300 requests into 100000/s, ietf", Policy: rlt.Policy{Limit: 100000, Window: time.Second}, Dialect: rlt.IETF},
+		{Name: "two processes, one quota, separate stores, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Processes: 2, Workers: 8},
+		{Name: "two processes, one quota, separate stores, token-bucket/x-ratelimit", Policy: p(rlt.TokenBucket), Dialect: rlt.XRateLimit, Processes: 2, Workers: 8},
+		{Name: "two processes, one quota, shared store, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Processes: 2, Workers: 8, SharedStore: true},
+		{Name: "1000 goroutines, one request each, 60s timeout, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Requests: 1000, Workers: 1000},
+		{Name: "1000 goroutines, one request each, 60s timeout, token-bucket/x-ratelimit", Policy: p(rlt.TokenBucket), Dialect: rlt.XRateLimit, Requests: 1000, Workers: 1000},
+		{Name: "1000 goroutines, one request each, 60s timeout, gcra/none", Policy: p(rlt.GCRA), Dialect: rlt.None, Requests: 1000, Workers: 1000},
+	}
+}
+
+// TestScenarios prints (-v) the quirks and workloads table.
+func TestScenarios(t *testing.T) {
+	var lines []string
+	for _, s := range scenarios() {
+		if *only != "" && !strings.Contains(s.Name, *only) {
+			continue
+		}
+		s.RTT = *rtt
+		paced := runIn(t, s)
+		b := s
+		b.Options2 = []headway.Option{headway.WithoutPacing()}
+		bare := runIn(t, b)
+		lines = append(lines, fmt.Sprintf("%-72s %s | %5d %6.1f%% %6d %6.2fx", s.Name, paced, bare.Throttled, 100*bare.ThrottledShare(), bare.Failed, bare.Slowdown()))
+		if len(paced.Errors) > 0 {
+			t.Logf("%s: %v", s.Name, paced.Errors)
+		}
+	}
+	if testing.Verbose() {
+		fmt.Printf("%-72s %5s %5s %7s %6s %9s %9s %7s | %5s %7s %6s %7s\n", "scenario (paced | retries only)",
+			"sent", "429", "429%", "failed", "wall", "ideal", "x", "429", "429%", "failed", "x")
+		for _, l := range lines {
+			fmt.Println(l)
+		}
+	}
+}
