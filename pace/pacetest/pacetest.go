@@ -1,0 +1,888 @@
+// Package pacetest checks that a pace.Store keeps the contract that pace
+// relies on, in the spirit of testing/fstest: a store's own tests call
+// TestStore with a function that returns a new, empty store, and every rule
+// below is a subtest that names the rule it found broken.
+//
+// # The contract
+//
+// A Store holds one State per key and has two duties: Load a key's state,
+// and CompareAndSwap it atomically. TestStore checks that
+//
+//   - Load of a key never written returns the zero State (Version 0) and no
+//     error; Load creates nothing.
+//   - CompareAndSwap at version 0 creates a key; at the key's current
+//     version it replaces the state, which then has version+1 whatever
+//     next.Version says; at any other version (stale, future, or 0 on a key
+//     that exists) it reports false and changes nothing.
+//   - A state reads back as it was written, every field of it. Instants
+//     (time.Time) must keep their instant to the nanosecond, not their
+//     location or monotonic clock reading: the suite compares them in UTC,
+//     so a store may encode State as JSON (time.Time's RFC 3339 form keeps
+//     nanoseconds) and decode it in another location. An empty slice may
+//     come back nil. Strings are valid UTF-8 in every State the suite
+//     writes.
+//   - The store shares no memory with its callers: changing a State, its
+//     slices included, after passing it to CompareAndSwap or after Load
+//     returned it, does not change what the store holds, and the store does
+//     not change the caller's value either.
+//   - Keys are arbitrary byte strings compared byte for byte, and isolated
+//     from one another: the empty key is a key like any other, as are
+//     long keys (8 KiB), Unicode, invalid UTF-8, NUL bytes, and the
+//     characters a Redis store may treat specially (":" separators, "{}"
+//     hash tags, "*?[]" glob patterns).
+//   - CompareAndSwap is linearizable: 50 goroutines incrementing one key's
+//     Seq 20 times each with pace.Update end at exactly 1000 (and version
+//     1000), each increment seeing a different predecessor; writers on
+//     different keys do not disturb one another. pace.ErrConflict is
+//     retried there: it says the store was contended, not wrong.
+//   - pace.Update returns f's error and stores nothing, and honours a
+//     cancelled context: when it fails with the context's error, nothing
+//     of f's was stored, and when the key is contended it gives up with the
+//     context's error instead of trying again.
+//   - A state whose Expires has passed is forgotten: Load returns a State
+//     with nothing in it but its Version, which is 0 or the version the
+//     key last had (MemoryStore keeps the version until it sweeps the
+//     key; a Redis key that expired is gone), and CompareAndSwap at that
+//     version writes the key anew. A state whose Expires has not passed is
+//     kept, and each CompareAndSwap sets the key's Expires anew, so a key
+//     written again before it expires lives on. (The zero Expires is
+//     never written by the suite: pace always sets one.)
+//
+// # Time
+//
+// A store judges Expires by some clock. The suite reads it (WithClock's now,
+// time.Now by default) to set Expires, and moves it past a state's Expires
+// either with WithClock's advance, at once, or, without advance, by waiting
+// on the real clock for as long as WithExpiry allows. A unit test of an
+// in-process store should use a fake clock and pass both; a store that
+// expires keys on its own real clock, such as Redis, passes none, or only
+// WithExpiry with short lives (the expiry subtests then take about ttl).
+//
+// The subtests run one at a time, so one fake clock may serve every store
+// that newStore returns. newStore is called once per subtest and must return
+// an empty store each time; a store on a shared server can use t.Name() for a
+// fresh key prefix and t.Cleanup to remove what it wrote.
+//
+// # Example
+//
+// An in-process store on a fake clock:
+//
+//	func TestMemoryStore(t *testing.T) {
+//		var mu sync.Mutex
+//		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+//		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+//		advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+//		pacetest.TestStore(t, func(t *testing.T) pace.Store {
+//			return pace.NewMemoryStore(clock)
+//		}, pacetest.WithClock(clock, advance))
+//	}
+//
+// A store on a Redis server, which expires keys on its own clock:
+//
+//	func TestRedisStore(t *testing.T) {
+//		client := redis.NewClient(&redis.Options{Addr: addr})
+//		pacetest.TestStore(t, func(t *testing.T) pace.Store {
+//			prefix := t.Name() + ":"
+//			t.Cleanup(func() { deleteKeys(client, prefix) })
+//			return redisstore.New(client, redisstore.WithPrefix(prefix))
+//		}, pacetest.WithExpiry(200*time.Millisecond, 2*time.Second))
+//	}
+package pacetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/pace"
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// An Option changes how TestStore exercises a store.
+type Option func(*config)
+
+// WithClock gives the clock that the stores judge Expires by. now reads it
+// (nil: time.Now). advance, when not nil, moves it forward by d, and must
+// return only once the store would judge by the new time; the expiry
+// subtests then take no real time, and a store must forget a state as soon
+// as its clock has passed the state's Expires. When advance is nil the suite
+// waits on the real clock instead.
+func WithClock(now func() time.Time, advance func(d time.Duration)) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+		c.advance = advance
+	}
+}
+
+// WithExpiry sets how long the states that the expiry subtests expect to be
+// forgotten live (ttl: their Expires is ttl after the clock's now when they
+// are written), and, without an advance function, how long after that
+// Expires the suite waits for the store to forget them (within) before it
+// calls the state kept. With a fake clock the defaults are a minute and
+// nothing; on real time, 250ms and 2s. On real time ttl must leave room
+// for a few round trips to the store, and within for its clock's skew and
+// its expiry's lag.
+func WithExpiry(ttl, within time.Duration) Option {
+	return func(c *config) {
+		if ttl > 0 {
+			c.ttl = ttl
+		}
+		if within > 0 {
+			c.within = within
+		}
+	}
+}
+
+// config is TestStore's options.
+type config struct {
+	now     func() time.Time
+	advance func(time.Duration)
+	ttl     time.Duration // life of the states expected to expire
+	within  time.Duration // real time: how long past Expires to wait
+}
+
+// sleep waits on the real clock; pacetest's own tests replace it.
+var sleep = time.Sleep
+
+// keep is how long the states that must not expire live: far longer than
+// anything the suite waits for.
+func (c *config) keep() time.Duration { return time.Hour + 10*c.ttl }
+
+// TestStore checks that the stores newStore returns keep the Store contract
+// (see the package documentation), each rule as a subtest of t. newStore is
+// called once per subtest, with that subtest's t, and must return a new,
+// empty store.
+func TestStore(t *testing.T, newStore func(t *testing.T) pace.Store, opts ...Option) {
+	t.Helper()
+	c := &config{now: time.Now}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.ttl <= 0 {
+		if c.advance != nil {
+			c.ttl = time.Minute
+		} else {
+			c.ttl = 250 * time.Millisecond
+		}
+	}
+	if c.within <= 0 {
+		c.within = 2 * time.Second
+	}
+	s := &suite{c: c, newStore: newStore}
+	for _, st := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"LoadMissing", s.loadMissing},
+		{"CreateRoundTrip", s.createRoundTrip},
+		{"VersionAdvances", s.versionAdvances},
+		{"NextVersionIgnored", s.nextVersionIgnored},
+		{"StaleVersion", s.staleVersion},
+		{"FutureVersion", s.futureVersion},
+		{"CreateExisting", s.createExisting},
+		{"NoSharedMemoryAfterCAS", s.noSharedAfterCAS},
+		{"NoSharedMemoryAfterLoad", s.noSharedAfterLoad},
+		{"KeysIsolated", s.keysIsolated},
+		{"OddKeys", s.oddKeys},
+		{"ConcurrentUpdatesOneKey", s.concurrentOneKey},
+		{"ConcurrentUpdatesManyKeys", s.concurrentManyKeys},
+		{"UpdateError", s.updateError},
+		{"UpdateCancelled", s.updateCancelled},
+		{"Expiry", s.expiry},
+	} {
+		t.Run(st.name, st.run)
+	}
+}
+
+// suite holds what the subtests share.
+type suite struct {
+	c        *config
+	newStore func(t *testing.T) pace.Store
+}
+
+// store returns a new store for t, failing t if there is none.
+func (s *suite) store(t *testing.T) pace.Store {
+	t.Helper()
+	st := s.newStore(t)
+	require.NotNil(t, st, "newStore returned a nil Store")
+	return st
+}
+
+// load loads key, failing t on an error.
+func load(t *testing.T, st pace.Store, key string) pace.State {
+	t.Helper()
+	got, err := st.Load(context.Background(), key)
+	require.NoError(t, err, "Load(%q)", short(key))
+	return got
+}
+
+// cas swaps key at version, failing t on an error, and reports whether it
+// did.
+func cas(t *testing.T, st pace.Store, key string, version uint64, next pace.State) bool {
+	t.Helper()
+	ok, err := st.CompareAndSwap(context.Background(), key, version, next)
+	require.NoError(t, err, "CompareAndSwap(%q, %d)", short(key), version)
+	return ok
+}
+
+// mustCAS swaps key at version and fails t unless it did.
+func mustCAS(t *testing.T, st pace.Store, key string, version uint64, next pace.State) {
+	t.Helper()
+	require.True(t, cas(t, st, key, version, next),
+		"CompareAndSwap(%q, %d) must succeed: the key's version is %d", short(key), version, version)
+}
+
+// requireState fails t unless got is want at version, comparing instants
+// in UTC and empty slices as nil.
+func requireState(t *testing.T, want pace.State, version uint64, got pace.State, msg string, args ...any) {
+	t.Helper()
+	want = Normalize(want)
+	want.Version = version
+	require.Equal(t, want, Normalize(got), append([]any{msg}, args...)...)
+}
+
+// requireForgotten fails t unless got says nothing but a version.
+func requireForgotten(t *testing.T, got pace.State, msg string, args ...any) {
+	t.Helper()
+	require.Equal(t, pace.State{Version: got.Version}, Normalize(got), append([]any{msg}, args...)...)
+}
+
+// short abbreviates a long key in messages.
+func short(key string) string {
+	if len(key) > 40 {
+		return fmt.Sprintf("%s...(%d bytes)", key[:20], len(key))
+	}
+	return key
+}
+
+// small returns a small state that lives long: Seq n, written by who.
+func (s *suite) small(n uint64, who string) pace.State {
+	return pace.State{Seq: n, PauseWhy: who, Expires: s.c.now().Add(s.c.keep())}
+}
+
+func (s *suite) loadMissing(t *testing.T) {
+	st := s.store(t)
+	for _, key := range []string{"missing", "", "missing:too"} {
+		got, err := st.Load(context.Background(), key)
+		require.NoError(t, err, "Load of a key never written (%q) must not fail", key)
+		require.Equal(t, pace.State{}, Normalize(got),
+			"Load of a key never written (%q) must return the zero State (Version 0)", key)
+	}
+	require.False(t, cas(t, st, "missing", 1, s.small(1, "x")),
+		"CompareAndSwap at version 1 on a key only loaded must fail: Load must not create the key")
+	requireState(t, pace.State{}, 0, load(t, st, "missing"),
+		"a CompareAndSwap that failed must not create the key")
+}
+
+func (s *suite) createRoundTrip(t *testing.T) {
+	st := s.store(t)
+	want := FullState(s.c.now(), s.c.keep())
+	require.True(t, cas(t, st, "k", 0, want),
+		"CompareAndSwap at version 0 must create a key that has no state")
+	requireState(t, want, 1, load(t, st, "k"),
+		"Load must return every field of the state written, at version 1 "+
+			"(instants compared in UTC to the nanosecond, empty slices as nil)")
+	requireState(t, want, 1, load(t, st, "k"), "a second Load must return the same state")
+}
+
+func (s *suite) versionAdvances(t *testing.T) {
+	st := s.store(t)
+	for v := range uint64(5) {
+		next := s.small(v+10, fmt.Sprintf("write %d", v+1))
+		require.True(t, cas(t, st, "k", v, next),
+			"CompareAndSwap at the key's current version %d must succeed", v)
+		requireState(t, next, v+1, load(t, st, "k"),
+			"after a CompareAndSwap at version %d the key must hold its state at version %d", v, v+1)
+	}
+}
+
+func (s *suite) nextVersionIgnored(t *testing.T) {
+	st := s.store(t)
+	next := s.small(1, "first")
+	next.Version = 42
+	mustCAS(t, st, "k", 0, next)
+	require.Equal(t, uint64(1), load(t, st, "k").Version,
+		"CompareAndSwap at version 0 must give the state version 1, whatever next.Version says")
+	next.Version = 7
+	mustCAS(t, st, "k", 1, next)
+	require.Equal(t, uint64(2), load(t, st, "k").Version,
+		"CompareAndSwap at version 1 must give the state version 2, whatever next.Version says")
+}
+
+func (s *suite) staleVersion(t *testing.T) {
+	st := s.store(t)
+	first, second := s.small(1, "first"), s.small(2, "second")
+	mustCAS(t, st, "k", 0, first)
+	mustCAS(t, st, "k", 1, second)
+	for _, v := range []uint64{1, 0} {
+		require.False(t, cas(t, st, "k", v, s.small(99, "stale")),
+			"CompareAndSwap at stale version %d (the key is at 2) must report false", v)
+		requireState(t, second, 2, load(t, st, "k"),
+			"a CompareAndSwap at stale version %d must change nothing", v)
+	}
+}
+
+func (s *suite) futureVersion(t *testing.T) {
+	st := s.store(t)
+	first := s.small(1, "first")
+	mustCAS(t, st, "k", 0, first)
+	for _, v := range []uint64{2, 3, 1 << 63} {
+		require.False(t, cas(t, st, "k", v, s.small(99, "future")),
+			"CompareAndSwap at version %d, ahead of the key's version 1, must report false", v)
+	}
+	requireState(t, first, 1, load(t, st, "k"), "a CompareAndSwap at a future version must change nothing")
+	require.False(t, cas(t, st, "new", 1, s.small(99, "future")),
+		"CompareAndSwap at version 1 on a key with no state must report false")
+	requireState(t, pace.State{}, 0, load(t, st, "new"),
+		"a CompareAndSwap at version 1 on a key with no state must not create it")
+}
+
+func (s *suite) createExisting(t *testing.T) {
+	st := s.store(t)
+	first := s.small(1, "first")
+	mustCAS(t, st, "k", 0, first)
+	require.False(t, cas(t, st, "k", 0, s.small(99, "again")),
+		"CompareAndSwap at version 0 on a key that has a state must report false")
+	requireState(t, first, 1, load(t, st, "k"),
+		"a CompareAndSwap at version 0 on an existing key must change nothing")
+}
+
+func (s *suite) noSharedAfterCAS(t *testing.T) {
+	st := s.store(t)
+	base := s.c.now()
+	next := FullState(base, s.c.keep())
+	want := FullState(base, s.c.keep())
+	mustCAS(t, st, "k", 0, next)
+	requireState(t, want, next.Version, next,
+		"CompareAndSwap must not change the caller's state (its slices included)")
+	scrambleState(&next)
+	requireState(t, want, 1, load(t, st, "k"),
+		"changing a State (its slices included) after passing it to CompareAndSwap must not change the stored state")
+
+	// The same through an update of an existing key.
+	next = FullState(base, s.c.keep())
+	next.Seq = 1000
+	want = FullState(base, s.c.keep())
+	want.Seq = 1000
+	mustCAS(t, st, "k", 1, next)
+	scrambleState(&next)
+	requireState(t, want, 2, load(t, st, "k"),
+		"changing a State after a CompareAndSwap that replaced a key's state must not change the stored state")
+}
+
+func (s *suite) noSharedAfterLoad(t *testing.T) {
+	st := s.store(t)
+	base := s.c.now()
+	want := FullState(base, s.c.keep())
+	mustCAS(t, st, "k", 0, FullState(base, s.c.keep()))
+	a, b := load(t, st, "k"), load(t, st, "k")
+	scrambleState(&a)
+	requireState(t, want, 1, b, "two Loads must not share memory: changing one changed the other")
+	requireState(t, want, 1, load(t, st, "k"),
+		"changing a State (its slices included) that Load returned must not change the stored state")
+	// What Load returned is the caller's to keep: a later write must not
+	// reach it either.
+	c := load(t, st, "k")
+	next := FullState(base, s.c.keep())
+	next.Seq = 7
+	mustCAS(t, st, "k", 1, next)
+	requireState(t, want, 1, c, "a CompareAndSwap must not change a State that Load returned earlier")
+}
+
+func (s *suite) keysIsolated(t *testing.T) {
+	st := s.store(t)
+	keys := []string{"a", "b", "A", "a ", " a", "ab", "a:", "a:b", "b:a"}
+	for i, k := range keys {
+		mustCAS(t, st, k, 0, s.small(uint64(i+1), k))
+	}
+	for i, k := range keys {
+		requireState(t, s.small(uint64(i+1), k), 1, load(t, st, k),
+			"key %q must hold its own state, not another key's", k)
+	}
+	// Write one key again: only it changes.
+	mustCAS(t, st, "a", 1, s.small(100, "a again"))
+	mustCAS(t, st, "a", 2, s.small(101, "a again"))
+	for i, k := range keys[1:] {
+		requireState(t, s.small(uint64(i+2), k), 1, load(t, st, k),
+			"writing key %q must not change key %q", "a", k)
+	}
+	require.False(t, cas(t, st, "b", 3, s.small(1, "x")),
+		"key \"b\" is at version 1 and key \"a\" at 3: a CompareAndSwap of \"b\" at version 3 must fail")
+	requireState(t, pace.State{}, 0, load(t, st, "c"), "a key never written must stay missing")
+}
+
+// oddKeyList returns keys a store must treat like any other: compared byte for
+// byte, each with its own state.
+func oddKeyList() []string {
+	long := strings.Repeat("k", 8<<10)
+	return []string{
+		"", " ", "\t", "\n", "\x00", "a\x00b", "a\x00c",
+		":", "a:b", "a:b:", "::",
+		"{}", "{", "}", "{a}", "{a}:b", "{a}:c", "a{b}c", "{a}{b}",
+		"*", "?", "[a]", "a*", "\\", "\"", "'", "%s", "%",
+		"ключ", "🔑", "日本語", "é", "e\u0301", "\u2028",
+		"\xff", "\xfe", "\xff\xfe", "a\xc3",
+		long + "1", long + "2", "1" + long,
+	}
+}
+
+func (s *suite) oddKeys(t *testing.T) {
+	st := s.store(t)
+	keys := oddKeyList()
+	for i, k := range keys {
+		got, err := st.Load(context.Background(), k)
+		require.NoError(t, err, "Load(%q) must not fail", short(k))
+		require.Equal(t, pace.State{}, Normalize(got), "Load(%q) of a key never written must return the zero State", short(k))
+		mustCAS(t, st, k, 0, s.small(uint64(i+1), fmt.Sprintf("key %d", i)))
+	}
+	for i, k := range keys {
+		requireState(t, s.small(uint64(i+1), fmt.Sprintf("key %d", i)), 1, load(t, st, k),
+			"key %q (key %d) must hold its own state: keys are byte strings, each distinct", short(k), i)
+	}
+	for i, k := range keys {
+		mustCAS(t, st, k, 1, s.small(uint64(i+1000), fmt.Sprintf("key %d again", i)))
+		requireState(t, s.small(uint64(i+1000), fmt.Sprintf("key %d again", i)), 2, load(t, st, k),
+			"key %q (key %d) must be replaceable at version 1", short(k), i)
+	}
+}
+
+// retryUpdate is pace.Update, tried again while it gives up with
+// pace.ErrConflict: a contended store is not a wrong one.
+func retryUpdate(ctx context.Context, st pace.Store, key string, f func(*pace.State) error) (pace.State, error) {
+	for range 1000 {
+		got, err := pace.Update(ctx, st, key, f)
+		if !errors.Is(err, pace.ErrConflict) {
+			return got, err
+		}
+	}
+	return pace.State{}, fmt.Errorf("%w 1000 times in a row", pace.ErrConflict)
+}
+
+func (s *suite) concurrentOneKey(t *testing.T) {
+	const goroutines, each = 50, 20
+	st := s.store(t)
+	seqs := make([][]uint64, goroutines)
+	errs := make([]error, goroutines)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for range each {
+				got, err := retryUpdate(context.Background(), st, "counter", func(p *pace.State) error {
+					p.Seq++
+					p.Expires = s.c.now().Add(s.c.keep())
+					return nil
+				})
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				seqs[g] = append(seqs[g], got.Seq)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for g, err := range errs {
+		require.NoError(t, err, "goroutine %d: pace.Update failed", g)
+	}
+	got := load(t, st, "counter")
+	require.Equal(t, uint64(goroutines*each), got.Seq,
+		"%d goroutines x %d pace.Update increments of Seq on one key must end at %d: "+
+			"a CompareAndSwap that succeeded lost another's update", goroutines, each, goroutines*each)
+	require.Equal(t, uint64(goroutines*each), got.Version,
+		"after %d successful CompareAndSwaps from version 0 the version must be %d", goroutines*each, goroutines*each)
+	seen := make([]bool, goroutines*each+1)
+	for g := range seqs {
+		for _, n := range seqs[g] {
+			require.True(t, n >= 1 && n <= goroutines*each && !seen[n],
+				"pace.Update returned Seq %d twice, or out of range: two increments saw the same predecessor", n)
+			seen[n] = true
+		}
+	}
+}
+
+func (s *suite) concurrentManyKeys(t *testing.T) {
+	const keys, perKey, each = 10, 5, 20
+	st := s.store(t)
+	var failed atomic.Value
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for k := range keys {
+		key := fmt.Sprintf("key-%d", k)
+		for range perKey {
+			wg.Go(func() {
+				<-start
+				for range each {
+					_, err := retryUpdate(context.Background(), st, key, func(p *pace.State) error {
+						p.Seq++
+						p.PauseWhy = key
+						p.Expires = s.c.now().Add(s.c.keep())
+						return nil
+					})
+					if err != nil {
+						failed.CompareAndSwap(nil, fmt.Errorf("%s: %w", key, err))
+						return
+					}
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		require.NoError(t, err, "pace.Update failed")
+	}
+	for k := range keys {
+		key := fmt.Sprintf("key-%d", k)
+		got := load(t, st, key)
+		require.Equal(t, key, got.PauseWhy, "key %q holds another key's state", key)
+		require.Equal(t, uint64(perKey*each), got.Seq,
+			"key %q: %d goroutines x %d increments must end at %d, whatever the other keys' writers do",
+			key, perKey, each, perKey*each)
+		require.Equal(t, uint64(perKey*each), got.Version,
+			"key %q: %d successful CompareAndSwaps from version 0 must end at version %d", key, perKey*each, perKey*each)
+	}
+}
+
+func (s *suite) updateError(t *testing.T) {
+	st := s.store(t)
+	errBoom := errors.New("boom")
+	calls := 0
+	_, err := pace.Update(context.Background(), st, "new", func(p *pace.State) error {
+		calls++
+		p.Seq = 5
+		p.Expires = s.c.now().Add(s.c.keep())
+		return errBoom
+	})
+	require.ErrorIs(t, err, errBoom, "pace.Update must return the error of f")
+	require.Equal(t, 1, calls, "pace.Update must not call f again after it failed")
+	requireState(t, pace.State{}, 0, load(t, st, "new"),
+		"pace.Update must store nothing when f fails: the key must still be missing")
+
+	first := s.small(1, "first")
+	mustCAS(t, st, "old", 0, first)
+	_, err = pace.Update(context.Background(), st, "old", func(p *pace.State) error {
+		p.Seq = 99
+		p.PauseWhy = "f failed"
+		return errBoom
+	})
+	require.ErrorIs(t, err, errBoom, "pace.Update must return the error of f")
+	requireState(t, first, 1, load(t, st, "old"),
+		"pace.Update must store nothing when f fails: the key must keep its state and version")
+}
+
+// contended wraps a Store so that another writer always replaces a key's
+// state just before CompareAndSwap: the swap then always fails.
+type contended struct {
+	pace.Store
+	now    func() time.Time
+	keep   time.Duration
+	writes atomic.Int64
+	err    atomic.Value // the first error of the other writer
+}
+
+func (c *contended) CompareAndSwap(ctx context.Context, key string, version uint64, next pace.State) (bool, error) {
+	bg := context.Background() // the other writer's context is not cancelled
+	cur, err := c.Store.Load(bg, key)
+	if err == nil {
+		var ok bool
+		ok, err = c.Store.CompareAndSwap(bg, key, cur.Version, pace.State{
+			Seq: cur.Seq + 1, PauseWhy: "other writer", Expires: c.now().Add(c.keep),
+		})
+		if err == nil && !ok {
+			err = fmt.Errorf("the other writer's CompareAndSwap at version %d, just loaded, failed", cur.Version)
+		}
+	}
+	if err != nil {
+		c.err.CompareAndSwap(nil, err)
+	} else {
+		c.writes.Add(1)
+	}
+	return c.Store.CompareAndSwap(ctx, key, version, next)
+}
+
+func (s *suite) updateCancelled(t *testing.T) {
+	st := s.store(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	exp := s.c.now().Add(s.c.keep())
+	mark := func(p *pace.State) error {
+		p.Seq = 1000
+		p.PauseWhy = "f"
+		p.Expires = exp
+		return nil
+	}
+
+	// Uncontended, with the context already cancelled: the store may do
+	// its work or fail with the context's error, not half of each.
+	mustCAS(t, st, "quiet", 0, s.small(1, "first"))
+	before := load(t, st, "quiet")
+	_, err := pace.Update(ctx, st, "quiet", mark)
+	if err != nil {
+		require.ErrorIs(t, err, context.Canceled,
+			"pace.Update with a cancelled context must fail with the context's error or succeed")
+		requireState(t, before, 1, load(t, st, "quiet"),
+			"pace.Update failed with the context's error, but stored f's state")
+	} else {
+		requireState(t, pace.State{Seq: 1000, PauseWhy: "f", Expires: exp}, 2, load(t, st, "quiet"),
+			"pace.Update with a cancelled context succeeded, but did not store f's state")
+	}
+
+	// Contended: every CompareAndSwap fails, so Update must give up with
+	// the context's error rather than trying again.
+	c := &contended{Store: st, now: s.c.now, keep: s.c.keep()}
+	calls := 0
+	_, err = pace.Update(ctx, c, "busy", func(p *pace.State) error { calls++; return mark(p) })
+	if e, _ := c.err.Load().(error); e != nil {
+		require.NoError(t, e, "the suite's other writer failed")
+	}
+	require.ErrorIs(t, err, context.Canceled,
+		"pace.Update with a cancelled context on a contended key must give up with the context's error")
+	require.LessOrEqual(t, calls, 1, "pace.Update with a cancelled context must not try again after a failed CompareAndSwap")
+	got := load(t, st, "busy")
+	require.NotEqual(t, "f", got.PauseWhy, "pace.Update gave up but f's state was stored")
+	require.Equal(t, uint64(c.writes.Load()), got.Seq, "the other writer's updates must all be kept")
+
+	// Contended without a deadline: it gives up with ErrConflict, having
+	// stored nothing of f's.
+	c = &contended{Store: st, now: s.c.now, keep: s.c.keep()}
+	_, err = pace.Update(context.Background(), c, "busier", mark)
+	if e, _ := c.err.Load().(error); e != nil {
+		require.NoError(t, e, "the suite's other writer failed")
+	}
+	require.ErrorIs(t, err, pace.ErrConflict, "pace.Update on a key that always changes under it must give up with ErrConflict")
+	got = load(t, st, "busier")
+	require.NotEqual(t, "f", got.PauseWhy, "pace.Update gave up but f's state was stored")
+	require.Equal(t, uint64(c.writes.Load()), got.Seq, "the other writer's updates must all be kept")
+}
+
+func (s *suite) expiry(t *testing.T) {
+	st := s.store(t)
+	base := s.c.now()
+	dies := base.Add(s.c.ttl)
+	mortal := FullState(base, s.c.ttl)
+	mortal.Expires = dies
+	lives := FullState(base, s.c.keep())
+	renewed := s.small(7, "renewed")
+
+	mustCAS(t, st, "mortal", 0, mortal)
+	mustCAS(t, st, "lives", 0, lives)
+	mustCAS(t, st, "renewed", 0, pace.State{Seq: 6, Expires: dies})
+	mustCAS(t, st, "renewed", 1, renewed)
+	got := load(t, st, "mortal")
+	if s.c.now().Before(dies) {
+		requireState(t, mortal, 1, got, "a state must be kept until its Expires")
+	}
+
+	// Move past dies: at once on a fake clock, else wait until the store
+	// forgets "mortal".
+	if s.c.advance != nil {
+		s.c.advance(2 * s.c.ttl)
+		require.True(t, s.c.now().After(dies), "the clock did not move past Expires after advance(%v)", 2*s.c.ttl)
+		got = load(t, st, "mortal")
+	} else {
+		deadline := dies.Add(s.c.within)
+		step := min(max(s.c.ttl/10, time.Millisecond), 50*time.Millisecond)
+		for {
+			got = load(t, st, "mortal")
+			if !s.c.now().Before(dies) && reflect.DeepEqual(pace.State{Version: got.Version}, Normalize(got)) {
+				break
+			}
+			if s.c.now().After(deadline) {
+				break
+			}
+			sleep(step)
+		}
+	}
+
+	t.Run("Forgotten", func(t *testing.T) {
+		requireForgotten(t, got,
+			"a state whose Expires has passed must be forgotten: Load must return a State with nothing in it but its Version")
+		require.Contains(t, []uint64{0, 1}, got.Version,
+			"a forgotten key's version must be 0, or the version it last had (1)")
+		again := s.small(3, "again")
+		require.True(t, cas(t, st, "mortal", got.Version, again),
+			"CompareAndSwap at the version that Load returned for a forgotten key (%d) must write it anew", got.Version)
+		requireState(t, again, got.Version+1, load(t, st, "mortal"), "a forgotten key written anew must hold its new state")
+	})
+	t.Run("Kept", func(t *testing.T) {
+		requireState(t, lives, 1, load(t, st, "lives"), "a state whose Expires has not passed must be kept")
+	})
+	t.Run("Renewed", func(t *testing.T) {
+		requireState(t, renewed, 2, load(t, st, "renewed"),
+			"a key written again with a later Expires before its first Expires passed must be kept: "+
+				"each CompareAndSwap sets the key's Expires")
+	})
+}
+
+// FullState returns a State with every field set, down to every field of every
+// element of its slices, its instants around base and with nanoseconds, in
+// assorted locations; its Expires is base+life. Its Version is set too,
+// which CompareAndSwap must ignore.
+func FullState(base time.Time, life time.Duration) pace.State {
+	east := time.FixedZone("east", 5*3600+1800)
+	west := time.FixedZone("west", -7*3600)
+	at := func(d time.Duration, loc *time.Location) time.Time {
+		t := base.Add(d + 123456789*time.Nanosecond)
+		if loc != nil {
+			t = t.In(loc)
+		}
+		return t
+	}
+	lease := func(seq uint64) pace.Lease {
+		return pace.Lease{
+			Seq:     seq,
+			Spent:   []pace.Amount{{Unit: ratelimit.UnitTokens, N: int64(seq) * 100}, {Unit: "points", N: -3}},
+			Cost:    []pace.Amount{{Unit: ratelimit.UnitTokens, N: 100}},
+			At:      at(-time.Duration(seq)*time.Millisecond-1, nil),
+			Expires: at(time.Minute+time.Duration(seq), east),
+			Bucket:  "core",
+			Route:   "GET /repos/{owner}/{repo}/issues?q=ü",
+			Probe:   true,
+			Quotas:  []int{1, 2},
+		}
+	}
+	policy := func(name string, model pace.Model) pace.Policy {
+		return pace.Policy{
+			Bucket:      "core",
+			Name:        name,
+			Unit:        ratelimit.UnitRequests,
+			Limit:       5000,
+			Window:      time.Hour + 7,
+			Remaining:   4321,
+			BaseSpent:   678,
+			BaseAt:      at(-2*time.Second, west),
+			ResetAt:     at(30*time.Minute, east),
+			Model:       model,
+			Refill:      1.3888888888888888,
+			Period:      time.Hour - 3,
+			Rolled:      at(-30*time.Minute, nil),
+			Settled:     true,
+			DateReset:   at(30*time.Minute+time.Second, time.UTC),
+			RolledDate:  at(-30*time.Minute-time.Second, west),
+			DateTrusted: true,
+			Misses:      2,
+			Unaligned:   true,
+			AnchorAt:    at(-time.Second-1, nil),
+			AnchorLevel: 4999.000000001,
+			Foreign:     0.1 + 0.2,
+			BaseR:       4322,
+		}
+	}
+	return pace.State{
+		Version:    99,
+		Expires:    base.Add(life + 987654321*time.Nanosecond).In(east),
+		Seq:        41,
+		Spent:      []pace.Amount{{Unit: ratelimit.UnitTokens, N: 4100}, {Unit: "points", N: -3}},
+		Answered:   true,
+		Leases:     []pace.Lease{lease(40), lease(41)},
+		Policies:   []pace.Policy{policy("burst", pace.ModelRefill), policy("hourly", pace.ModelWindow)},
+		PauseUntil: at(3*time.Second, east),
+		PauseWhy:   `Retry-After: 3 (429 "Too Many Requests" <from> the server & ключ)`,
+		ProbeAfter: at(2*time.Second+1, west),
+		Adaptive: pace.Adaptive{
+			On:        true,
+			Max:       12.345678901234567,
+			Throttled: at(-5*time.Second, nil),
+			Tokens:    0.7499999999999999,
+			Filled:    at(-time.Millisecond, east),
+			Measured:  8.25,
+			Count:     17,
+			Since:     at(-400*time.Millisecond, west),
+			Accepted:  1234,
+			First:     at(-time.Hour, time.UTC),
+		},
+		Quotas: []pace.QuotaState{
+			{Sends: []time.Time{at(-3*time.Second, nil), at(-2*time.Second, east), at(-1, west)}, Tokens: 1.5, Filled: at(-1, nil)},
+			{Sends: []time.Time{at(-10*time.Second, west)}, Tokens: 1e-9, Filled: at(-10*time.Second, time.UTC)},
+		},
+		Routes: []pace.Route{{Route: "GET /a", Bucket: "core"}, {Route: "POST /b/{id}", Bucket: "search:1"}},
+		Clock:  pace.Offset{Lo: -3*time.Millisecond - 1, Hi: 5*time.Millisecond + 1, Known: true},
+		RTT:    87*time.Millisecond + 3,
+	}
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// Normalize returns a deep copy of s in the form the suite compares: every
+// instant in UTC without its monotonic clock reading, and every empty slice
+// nil. Two states a store must treat as the same normalize to equal values.
+func Normalize(s pace.State) pace.State {
+	v := reflect.ValueOf(&s).Elem()
+	normalize(v)
+	return s
+}
+
+func normalize(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == timeType {
+			v.Set(reflect.ValueOf(v.Interface().(time.Time).UTC()))
+			return
+		}
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				normalize(f)
+			}
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			v.SetZero()
+			return
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		v.Set(c)
+		for i := range c.Len() {
+			normalize(c.Index(i))
+		}
+	}
+}
+
+// scrambleState changes every field of *s in place, down to every element of
+// its slices (through their shared backing arrays), so that a store that
+// kept any of the caller's memory shows it.
+func scrambleState(s *pace.State) {
+	scramble(reflect.ValueOf(s).Elem())
+}
+
+func scramble(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == timeType {
+			v.Set(reflect.ValueOf(v.Interface().(time.Time).Add(time.Hour + 1)))
+			return
+		}
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				scramble(f)
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			scramble(v.Index(i))
+		}
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + 1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() + 1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(v.Float() + 1)
+	case reflect.String:
+		v.SetString(v.String() + "~")
+	}
+}
