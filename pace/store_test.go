@@ -1,0 +1,204 @@
+package pace_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/pace"
+	"github.com/headway-go/headway/pace/pacetest"
+)
+
+// clock is a fake clock: it moves only when told to. BlockNext makes its
+// next reading wait, so that a test can hold a MemoryStore entry's lock
+// (MemoryStore.Load reads the clock under it).
+type clock struct {
+	ns    atomic.Int64
+	block atomic.Pointer[blocked]
+}
+
+type blocked struct{ entered, release chan struct{} }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano())
+	return c
+}
+
+func (c *clock) Now() time.Time {
+	if b := c.block.Swap(nil); b != nil {
+		close(b.entered)
+		<-b.release
+	}
+	return time.Unix(0, c.ns.Load()).UTC()
+}
+
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// BlockNext makes the next reading of the clock wait until release is
+// called; entered is closed when that reading begins.
+func (c *clock) BlockNext() (entered <-chan struct{}, release func()) {
+	b := &blocked{entered: make(chan struct{}), release: make(chan struct{})}
+	c.block.Store(b)
+	return b.entered, func() { close(b.release) }
+}
+
+func TestMemoryStore(t *testing.T) {
+	c := newClock()
+	pacetest.TestStore(t, func(*testing.T) pace.Store {
+		return pace.NewMemoryStore(c.Now)
+	}, pacetest.WithClock(c.Now, c.Advance))
+}
+
+// put creates key with Seq seq, expiring at exp.
+func put(t *testing.T, m *pace.MemoryStore, key string, seq uint64, exp time.Time) {
+	t.Helper()
+	ok, err := m.CompareAndSwap(context.Background(), key, 0, pace.State{Seq: seq, Expires: exp})
+	require.NoError(t, err)
+	require.True(t, ok, "creating %q", key)
+}
+
+func get(t *testing.T, m *pace.MemoryStore, key string) pace.State {
+	t.Helper()
+	s, err := m.Load(context.Background(), key)
+	require.NoError(t, err)
+	return s
+}
+
+func TestMemoryStoreSweepForgetsOnlyExpiredKeys(t *testing.T) {
+	c := newClock()
+	m := pace.NewMemoryStore(c.Now)
+	t0 := c.Now()
+	for i := range 10 {
+		put(t, m, fmt.Sprintf("old-%d", i), uint64(i+1), t0.Add(time.Second))
+		put(t, m, fmt.Sprintf("new-%d", i), uint64(i+1), t0.Add(time.Hour))
+	}
+	put(t, m, "edge", 1, t0.Add(2*time.Second))
+	put(t, m, "forever", 1, time.Time{})
+	c.Advance(2 * time.Second) // "edge" expires now: Expires is the first instant it is gone
+
+	require.Equal(t, 22, m.Len(), "expired keys are held until a sweep")
+	require.Equal(t, pace.State{Version: 1}, get(t, m, "old-3"),
+		"an expired key not yet swept loads as nothing but its version")
+	require.Equal(t, pace.State{Version: 1}, get(t, m, "edge"), "a key expires at its Expires")
+
+	require.Equal(t, 11, m.Sweep(), "Sweep returns how many keys it kept")
+	require.Equal(t, 11, m.Len(), "Sweep must forget the 11 expired keys and only them")
+	for i := range 10 {
+		require.Equal(t, pace.State{Seq: uint64(i + 1), Version: 1, Expires: t0.Add(time.Hour)},
+			get(t, m, fmt.Sprintf("new-%d", i)), "a key that has not expired must be kept as it was")
+		require.Equal(t, pace.State{}, get(t, m, fmt.Sprintf("old-%d", i)),
+			"a swept key must be gone (version 0), so that it can be created again")
+	}
+	require.Equal(t, uint64(1), get(t, m, "forever").Seq, "a state without Expires never expires")
+	put(t, m, "old-0", 100, t0.Add(time.Hour))
+	require.Equal(t, 12, m.Len())
+}
+
+// waitLocked waits until n goroutines whose stacks contain fn are blocked
+// acquiring a sync.Mutex.
+func waitLocked(t *testing.T, fn string, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second) // a bound on a hang, not a sleep
+	for {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		found := 0
+		for g := range strings.SplitSeq(stacks, "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(header, "[sync.Mutex.Lock") && strings.Contains(g, fn) {
+				found++
+			}
+		}
+		if found >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines in %s never blocked on a mutex:\n%s", n, fn, stacks)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestMemoryStoreSweptWriterStartsAgain orders a writer, a sweep and an
+// entry's lock so that the writer holds an entry that the sweep removes:
+// the entry's dead flag must make its compare-and-swap fail, or the update
+// would land in an entry the store no longer holds.
+func TestMemoryStoreSweptWriterStartsAgain(t *testing.T) {
+	c := newClock()
+	m := pace.NewMemoryStore(c.Now)
+	ctx := context.Background()
+	put(t, m, "k", 1, c.Now().Add(time.Second))
+	c.Advance(2 * time.Second)
+
+	// The writer loads the expired key (version 1), then waits in f.
+	inF, goF := make(chan struct{}), make(chan struct{})
+	calls := 0
+	type result struct {
+		s   pace.State
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
+			calls++
+			if calls == 1 {
+				close(inF)
+				<-goF
+			}
+			s.Seq++
+			s.Expires = c.Now().Add(time.Hour)
+			return nil
+		})
+		done <- result{s, err}
+	}()
+	<-inF
+
+	// A reader holds the entry's lock while it reads the clock.
+	entered, release := c.BlockNext()
+	go m.Load(ctx, "k") //nolint:errcheck // only its hold on the lock matters
+	<-entered
+	// A sweep queues for the entry's lock, then the writer does.
+	swept := make(chan int, 1)
+	go func() { swept <- m.Sweep() }()
+	waitLocked(t, "(*MemoryStore).Sweep", 1)
+	close(goF)
+	waitLocked(t, "(*MemoryStore).CompareAndSwap", 1)
+	// The sweep goes first and forgets the key; the writer finds its
+	// entry dead, and starts again.
+	release()
+	require.Equal(t, 0, <-swept)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 2, calls, "the writer's first compare-and-swap must fail on the swept entry, and it must start again")
+	require.Equal(t, uint64(1), r.s.Version, "the writer must have created the key anew")
+	require.Equal(t, r.s, get(t, m, "k"), "the writer's update must be in the store")
+	require.Equal(t, 1, m.Len())
+}
+
+func TestMemoryStoreReclaimsExpiredKeys(t *testing.T) {
+	const n = 100_000
+	c := newClock()
+	m := pace.NewMemoryStore(c.Now)
+	t0 := c.Now()
+	for i := range n {
+		put(t, m, fmt.Sprintf("old-%d", i), 1, t0.Add(time.Minute))
+	}
+	require.Equal(t, n, m.Len(), "keys that have not expired are all kept")
+	c.Advance(2 * time.Minute)
+	for i := range n {
+		put(t, m, fmt.Sprintf("new-%d", i), 1, c.Now().Add(time.Hour))
+	}
+	require.Equal(t, n, m.Len(),
+		"after %d new keys, the %d expired keys must have been swept, and only they", n, n)
+	for _, i := range []int{0, 1, n / 2, n - 1} {
+		require.Equal(t, pace.State{}, get(t, m, fmt.Sprintf("old-%d", i)), "old-%d must be gone", i)
+		require.Equal(t, uint64(1), get(t, m, fmt.Sprintf("new-%d", i)).Seq, "new-%d must be kept", i)
+	}
+}
