@@ -3,6 +3,7 @@ package pace_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -201,4 +202,94 @@ func TestMemoryStoreReclaimsExpiredKeys(t *testing.T) {
 		require.Equal(t, pace.State{}, get(t, m, fmt.Sprintf("old-%d", i)), "old-%d must be gone", i)
 		require.Equal(t, uint64(1), get(t, m, fmt.Sprintf("new-%d", i)).Seq, "new-%d must be kept", i)
 	}
+}
+
+// knownBug skips a test that shows a known defect of pace's code, unless
+// PACE_KNOWN_BUGS is set.
+func knownBug(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("PACE_KNOWN_BUGS") == "" {
+		t.Skip("known bug, not fixed here (set PACE_KNOWN_BUGS=1 to run): " + why)
+	}
+}
+
+// TestMemoryStoreConcurrentSweeps orders two sweeps so that the second
+// holds the entry of a key that the first removed and that was created
+// again since: it must not remove the new entry.
+func TestMemoryStoreConcurrentSweeps(t *testing.T) {
+	knownBug(t, "MemoryStore.Sweep (pace/store.go) deletes a key by name, not by entry: a sweep that "+
+		"reaches an entry another sweep already removed deletes the key's new entry, a state that has not expired")
+	c := newClock()
+	m := pace.NewMemoryStore(c.Now)
+	ctx := context.Background()
+	put(t, m, "k", 1, c.Now().Add(time.Second))
+	c.Advance(2 * time.Second)
+
+	// A reader holds the entry's lock; sweep A, a second reader and sweep
+	// B queue for it, in that order.
+	entered, release := c.BlockNext()
+	go m.Load(ctx, "k") //nolint:errcheck // only its hold on the lock matters
+	<-entered
+	sweptA, sweptB := make(chan int, 1), make(chan int, 1)
+	go func() { sweptA <- m.Sweep() }()
+	waitLocked(t, "(*MemoryStore).Sweep", 1)
+	go m.Load(ctx, "k") //nolint:errcheck // only its hold on the lock matters
+	waitLocked(t, "(*MemoryStore).Load", 1)
+	go func() { sweptB <- m.Sweep() }()
+	waitLocked(t, "(*MemoryStore).Sweep", 2)
+
+	// Sweep A removes the key; the second reader then holds the old
+	// entry's lock while the key is created again.
+	entered2, release2 := c.BlockNext()
+	release()
+	require.Equal(t, 0, <-sweptA)
+	<-entered2
+	put(t, m, "k", 2, c.Now().Add(time.Hour))
+	release2()
+	<-sweptB
+	require.Equal(t, pace.State{Seq: 2, Version: 1, Expires: c.Now().Add(time.Hour)}, get(t, m, "k"),
+		"a sweep that reached the key's old entry removed its new one, which had not expired")
+}
+
+// TestMemoryStoreVersionAfterSweep has a writer load an expired key, which
+// is then swept and created again by another writer at the same version:
+// the first writer's compare-and-swap must not overwrite what it never saw.
+func TestMemoryStoreVersionAfterSweep(t *testing.T) {
+	knownBug(t, "a swept key's version starts again from 0 (pace/store.go, MemoryStore.Sweep), so a writer that "+
+		"loaded it expired at version v succeeds at v on the state created since (ABA): its update overwrites "+
+		"updates it never saw, although MemoryStore.Load says versions never go back")
+	c := newClock()
+	m := pace.NewMemoryStore(c.Now)
+	ctx := context.Background()
+	put(t, m, "k", 1, c.Now().Add(time.Second))
+	c.Advance(2 * time.Second)
+
+	inF, goF := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	first := true
+	go func() {
+		_, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
+			if first {
+				first = false
+				close(inF)
+				<-goF
+			}
+			s.Seq += 100
+			s.Expires = c.Now().Add(time.Hour)
+			return nil
+		})
+		done <- err
+	}()
+	<-inF // the writer loaded version 1, expired
+	require.Equal(t, 0, m.Sweep())
+	_, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
+		s.Seq++
+		s.Expires = c.Now().Add(time.Hour)
+		return nil
+	})
+	require.NoError(t, err)
+	close(goF)
+	require.NoError(t, <-done)
+	require.Equal(t, uint64(101), get(t, m, "k").Seq,
+		"the first writer's update must build on the second's (Seq 1 + 100), not overwrite it")
 }
