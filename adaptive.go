@@ -25,9 +25,8 @@ type pacer struct {
 	cfg    pace.Config
 	quotas []quotaRoute
 
-	waiters sync.Map // key -> *keyWaiters
-	mu      sync.Mutex
-	added   int // keys added since the last sweep of waiters
+	waiters sync.Map     // key -> *keyWaiters
+	added   atomic.Int64 // keys added, for sweeping waiters
 }
 
 // lease is a request's reservation, from hold to observe.
@@ -295,17 +294,12 @@ func (p *pacer) keyWaiters(key string) *keyWaiters {
 	return kw
 }
 
-// sweepWaiters forgets, every 1024 new keys, the keys nobody waited on
-// since the previous sweep.
+// sweepWaiters forgets, every sweepEvery new keys, the keys nobody waited
+// on since the previous sweep.
 func (p *pacer) sweepWaiters() {
-	p.mu.Lock()
-	p.added++
-	if p.added < 1024 {
-		p.mu.Unlock()
+	if p.added.Add(1)%sweepEvery != 0 {
 		return
 	}
-	p.added = 0
-	p.mu.Unlock()
 	p.waiters.Range(func(k, v any) bool {
 		kw := v.(*keyWaiters)
 		if kw.used.Swap(false) {

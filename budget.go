@@ -3,6 +3,7 @@ package headway
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // Default retry budget: retries of failures (5xx and transport errors) may
@@ -33,9 +34,10 @@ type RetryBudget interface {
 // WithMaxAttempts. A negative or NaN ratio counts as 0,
 // and so does a negative reserve.
 //
-// The in-process budget keeps one small entry per key for the life of the
-// transport; keys are hosts by default (see WithKey), so this is bounded by
-// the number of hosts a client talks to.
+// The in-process budget keeps one small entry per key. A key that is not
+// used between two sweeps (one every 1024 new keys) is forgotten, so a
+// client that talks to many hosts does not keep them all: a forgotten key
+// starts again with the reserve.
 func NewRetryBudget(ratio float64, reserve int) RetryBudget {
 	if math.IsNaN(ratio) || ratio < 0 {
 		ratio = 0
@@ -57,19 +59,40 @@ const tokenScale = 1000
 type tokenBudget struct {
 	ratio, reserve, max int64    // in thousandths of a retry
 	keys                sync.Map // string -> *budgetBucket
+	added               atomic.Int64
 }
 
 type budgetBucket struct {
 	mu     sync.Mutex
 	tokens int64
+	used   atomic.Bool // since the last sweep
 }
 
 func (b *tokenBudget) bucket(key string) *budgetBucket {
-	if v, ok := b.keys.Load(key); ok {
-		return v.(*budgetBucket)
+	v, ok := b.keys.Load(key)
+	if !ok {
+		var loaded bool
+		v, loaded = b.keys.LoadOrStore(key, &budgetBucket{tokens: b.reserve})
+		if !loaded && b.added.Add(1)%sweepEvery == 0 {
+			b.sweep()
+		}
 	}
-	v, _ := b.keys.LoadOrStore(key, &budgetBucket{tokens: b.reserve})
-	return v.(*budgetBucket)
+	k := v.(*budgetBucket)
+	k.used.Store(true)
+	return k
+}
+
+// sweepEvery is how many new keys pass between sweeps of idle keys.
+const sweepEvery = 1024
+
+// sweep forgets the keys not used since the previous sweep.
+func (b *tokenBudget) sweep() {
+	b.keys.Range(func(k, v any) bool {
+		if !v.(*budgetBucket).used.Swap(false) {
+			b.keys.Delete(k)
+		}
+		return true
+	})
 }
 
 // Deposit implements RetryBudget.

@@ -28,16 +28,27 @@ func (p *Policy) available(s *State, now time.Time) float64 {
 		base = min(p.capacity(), base+p.Refill*seconds(now.Sub(p.BaseAt)))
 	}
 	avail := base - float64(p.used(s))
-	if p.Foreign > 0 {
+	if p.Foreign > 0 && avail > 0 {
 		// Others spend too: keep back what they may spend while a request
 		// of ours is on its way.
 		avail -= p.Foreign * seconds(s.RTT)
 	}
-	if avail < 1 && p.ResetAt.IsZero() && (p.Model != ModelRefill || p.Refill <= 0) && !p.BaseAt.IsZero() &&
-		!now.Before(p.BaseAt.Add(p.guessStep())) && !p.probing(s) {
-		return 1
-	}
 	return avail
+}
+
+// probeOK reports whether one request may go to find out what p's quota
+// holds, whatever it costs: the first after a reset whose effect is not
+// known, or, for a quota that says nothing of when it returns (no reset,
+// no known rate), once a unit could have returned.
+func (p *Policy) probeOK(s *State, now time.Time) bool {
+	if p.probing(s) {
+		return false
+	}
+	if !p.Rolled.IsZero() && !p.Settled && p.Remaining == 0 && p.BaseSpent == s.spent(p.Unit) && p.ResetAt.IsZero() {
+		return true
+	}
+	return p.ResetAt.IsZero() && (p.Model != ModelRefill || p.Refill <= 0) && !p.BaseAt.IsZero() &&
+		!now.Before(p.BaseAt.Add(p.guessStep()))
 }
 
 // roll applies a reset that now has reached: a window's quota returns
@@ -67,7 +78,7 @@ func (p *Policy) roll(s *State, now time.Time) {
 	// the reset says when it is full; or the reset was derived from the
 	// server's Date and not yet confirmed): one request goes first, and its
 	// answer tells; a refill keeps adding meanwhile.
-	p.Remaining = 1
+	p.Remaining = 0
 	p.BaseSpent = s.spent(p.Unit)
 	p.BaseAt = p.ResetAt
 	p.Rolled = p.ResetAt
@@ -104,7 +115,7 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (Decision, bool) {
 	if p.Unit != ratelimit.UnitRequests && cost == 0 {
 		need = 1 // an unknown cost waits only for an exhausted quota
 	}
-	if avail >= need {
+	if avail >= need || p.probeOK(s, now) {
 		return Decision{}, true
 	}
 	d := Decision{Definite: true, Why: WhyQuota, Detail: p.describe(s, now)}

@@ -520,3 +520,25 @@ func TestRetryAfterDateForms(t *testing.T) {
 		})
 	}
 }
+
+// TestVerbosePrintsWaits: -v says why the pacing layer holds a request back
+// (here: the key's first answer, then the server's pause).
+func TestVerbosePrintsWaits(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, hit int) {
+		if hit == 1 {
+			statusHandler(http.StatusTooManyRequests, "Retry-After-Ms", "40")(w, r, hit)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	out := runCLI(t, "", "-v", "-n", "2", "-c", "2", srv.URL)
+	require.Equal(t, exitOK, out.code, out.stderr)
+	require.Contains(t, out.stderr, ": holding back up to ")
+	require.Contains(t, out.stderr, "waiting for the key's first answer")
+	require.Regexp(t, `request \d: holding back [0-9.]+ms: paused by the server: Retry-After`, out.stderr)
+
+	// -no-pace: nothing is held back.
+	out = runCLI(t, "", "-v", "-n", "2", "-c", "2", "-no-pace", srv.URL)
+	require.Equal(t, exitOK, out.code, out.stderr)
+	require.NotContains(t, out.stderr, "holding back")
+}

@@ -30,7 +30,7 @@ func newRunner(o *options, con *console, stdout io.Writer) *runner {
 	r.base.MaxIdleConnsPerHost = max(min(o.c, o.n), http.DefaultMaxIdleConnsPerHost)
 	opts := o.headwayOptions()
 	if o.verbose {
-		opts = append(opts, headway.WithOnRetry(r.onRetry))
+		opts = append(opts, headway.WithOnRetry(r.onRetry), headway.WithOnWait(r.onWait))
 	}
 	r.client = &http.Client{Transport: headway.NewTransport(r.base, opts...)}
 	return r
@@ -209,6 +209,22 @@ func (r *runner) onRetry(ev headway.RetryEvent) {
 		b.WriteString(", no retry-after")
 	}
 	fmt.Fprintf(&b, "; waiting %v before attempt %d", ev.Wait.Round(time.Microsecond), ev.Attempt+1)
+	r.con.printf("%s", b.String())
+}
+
+// onWait prints one line each time the pacing layer holds a request back,
+// for -v: how long and why.
+func (r *runner) onWait(ev headway.WaitEvent) {
+	var b bytes.Buffer
+	b.WriteString("ratecurl: ")
+	if id, ok := ev.Request.Context().Value(requestIDKey{}).(int); ok && r.o.n > 1 {
+		fmt.Fprintf(&b, "request %d: ", id)
+	}
+	if ev.Bounded {
+		fmt.Fprintf(&b, "holding back up to %v: %s", ev.Wait.Round(time.Microsecond), ev.Reason)
+	} else {
+		fmt.Fprintf(&b, "holding back %v: %s", ev.Wait.Round(time.Microsecond), ev.Reason)
+	}
 	r.con.printf("%s", b.String())
 }
 
