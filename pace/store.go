@@ -163,7 +163,7 @@ func (m *MemoryStore) Sweep() int {
 		dead := !e.state.Expires.IsZero() && !now.Before(e.state.Expires)
 		if dead {
 			e.dead = true
-			m.keys.Delete(k)
+			m.keys.CompareAndDelete(k, e)
 		} else {
 			kept++
 		}

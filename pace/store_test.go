@@ -217,8 +217,6 @@ func knownBug(t *testing.T, why string) {
 // holds the entry of a key that the first removed and that was created
 // again since: it must not remove the new entry.
 func TestMemoryStoreConcurrentSweeps(t *testing.T) {
-	knownBug(t, "MemoryStore.Sweep (pace/store.go) deletes a key by name, not by entry: a sweep that "+
-		"reaches an entry another sweep already removed deletes the key's new entry, a state that has not expired")
 	c := newClock()
 	m := pace.NewMemoryStore(c.Now)
 	ctx := context.Background()
