@@ -107,7 +107,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 		changed := kw.changes()
 		now := clk.Now()
 		var d pace.Decision
-		_, err := pace.Update(ctx, p.store, key, func(s *pace.State) error {
+		err := pace.Apply(ctx, p.store, key, func(s *pace.State) error {
 			d = s.Reserve(now, preq, &p.cfg)
 			return nil
 		})
@@ -236,7 +236,7 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	// The request's own context may be done: the report must still land.
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	pace.Update(ctx, p.store, l.key, func(s *pace.State) error {
+	pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
 		s.Complete(now, l.lease, a, &p.cfg)
 		return nil
 	})
@@ -250,7 +250,7 @@ func (p *pacer) cancel(l lease) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	pace.Update(ctx, p.store, l.key, func(s *pace.State) error {
+	pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
 		s.Cancel(l.lease)
 		return nil
 	})

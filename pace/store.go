@@ -30,11 +30,49 @@ var ErrConflict = errors.New("pace: state changed concurrently too many times")
 // maxUpdateAttempts bounds Update's compare-and-swap loop.
 const maxUpdateAttempts = 64
 
+// InPlace is implemented by stores that can apply a change to a key's
+// state under their own lock, without copying it (see Apply).
+type InPlace interface {
+	// UpdateInPlace applies f to key's state under the store's lock. f
+	// must leave the state unchanged when it returns an error.
+	UpdateInPlace(ctx context.Context, key string, f func(*State) error) error
+}
+
+// Apply is Update for a change that returns an error only before it has
+// changed anything (as State's methods do): on a store that implements
+// InPlace, f changes the stored state under the store's lock, without the
+// copy Update makes.
+func Apply(ctx context.Context, store Store, key string, f func(*State) error) error {
+	if ip, ok := store.(InPlace); ok {
+		return ip.UpdateInPlace(ctx, key, f)
+	}
+	_, err := Update(ctx, store, key, f)
+	return err
+}
+
 // Update applies f to key's state in store, atomically: it loads the state,
 // lets f change a copy, and replaces the state only if no one else did
 // meanwhile, trying again if someone did. It returns the state f produced.
 // An error from f is returned as it is, and nothing is stored.
 func Update(ctx context.Context, store Store, key string, f func(*State) error) (State, error) {
+	if ip, ok := store.(InPlace); ok {
+		var out State
+		err := ip.UpdateInPlace(ctx, key, func(s *State) error {
+			next := s.clone()
+			if err := f(&next); err != nil {
+				return err
+			}
+			next.Version = s.Version
+			*s = next
+			out = next.clone()
+			out.Version++
+			return nil
+		})
+		if err != nil {
+			return State{}, err
+		}
+		return out, nil
+	}
 	for range maxUpdateAttempts {
 		cur, err := store.Load(ctx, key)
 		if err != nil {
@@ -124,6 +162,39 @@ func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint
 	e.state = next.clone()
 	e.state.Version = version + 1
 	return true, nil
+}
+
+// UpdateInPlace implements InPlace: f changes key's state under the key's
+// lock, with no copy; the version advances when f succeeds.
+func (m *MemoryStore) UpdateInPlace(ctx context.Context, key string, f func(*State) error) error {
+	for {
+		v, ok := m.keys.Load(key)
+		if !ok {
+			var loaded bool
+			v, loaded = m.keys.LoadOrStore(key, &memEntry{})
+			if !loaded {
+				m.added1()
+			}
+		}
+		e := v.(*memEntry)
+		e.mu.Lock()
+		if e.dead {
+			e.mu.Unlock()
+			continue // swept meanwhile: the key has a new entry
+		}
+		if e.state.Version != 0 && !e.state.Expires.IsZero() && !m.now().Before(e.state.Expires) {
+			e.state = State{Version: e.state.Version}
+		}
+		version := e.state.Version
+		err := f(&e.state)
+		if err == nil {
+			e.state.Version = version + 1
+		} else {
+			e.state.Version = version
+		}
+		e.mu.Unlock()
+		return err
+	}
 }
 
 // Len returns how many keys the store holds, expired ones included until
