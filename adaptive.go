@@ -251,7 +251,7 @@ func (p *pacer) cancel(l lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
-		s.Cancel(l.lease)
+		s.Cancel(l.lease, &p.cfg)
 		return nil
 	})
 	p.keyWaiters(l.key).signal()

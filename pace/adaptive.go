@@ -27,6 +27,9 @@ type Adaptive struct {
 	Measured float64   `json:"measured,omitempty"`
 	Count    int       `json:"count,omitempty"`
 	Since    time.Time `json:"since,omitempty"`
+	// Cut is the instant of the last 429 that cut the rate: answers to
+	// requests sent before it are part of the same refusal.
+	Cut time.Time `json:"cut,omitempty"`
 	// Accepted counts the answers accepted since First, the first send,
 	// until the first 429.
 	Accepted int       `json:"accepted,omitempty"`
@@ -124,7 +127,7 @@ func (a *Adaptive) refund() {
 // before the last 429 says nothing about the rate since: it is ignored, so
 // that one burst refused at once cuts the rate once.
 func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
-	if a.On && sent.Before(a.Throttled) {
+	if a.On && sent.Before(a.Cut) {
 		return
 	}
 	if !a.On && a.Accepted == 0 && retryAfter > 0 {
@@ -139,7 +142,7 @@ func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
 		// one to cut from.
 		a.Max = max(float64(a.Accepted)/seconds(now.Sub(a.First)+retryAfter), minRate)
 		k := math.Cbrt(a.Max * (1 - cubicBeta) / cubicC)
-		a.Throttled, a.On = now.Add(-time.Duration(k*float64(time.Second))), true
+		a.Throttled, a.On, a.Cut = now.Add(-time.Duration(k*float64(time.Second))), true, now
 		a.Tokens, a.Filled = min(1, burst(a.Rate(now))), now
 		return
 	}
@@ -155,7 +158,7 @@ func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
 		a.Tokens = 1
 	}
 	a.Max = max(rate, minRate)
-	a.Throttled = now
+	a.Throttled, a.Cut = now, now
 	a.On = true
 	a.Tokens, a.Filled = min(a.Tokens, burst(a.Rate(now))), now
 }

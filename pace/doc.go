@@ -16,9 +16,9 @@
 //	d := st.Reserve(now, req, cfg) // may req be sent at now?
 //	if !d.OK { /* ask again at d.At, or sooner if the state changes */ }
 //	// ... send, then report what the response said:
-//	st.Complete(now, d.Lease, sentAt, obs, cfg)
+//	st.Complete(now, d.Lease, pace.Answer{Obs: obs, Date: date}, cfg)
 //	// or, when the request never left:
-//	st.Cancel(d.Lease)
+//	st.Cancel(d.Lease, cfg)
 //
 // A Lease is the unit: taken before sending, it counts as in flight against
 // every quota until it is completed, cancelled, or expires (Config.LeaseTTL),

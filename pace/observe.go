@@ -47,7 +47,14 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	for i := range obs.Policies {
 		o := &obs.Policies[i]
 		p := s.policy(BucketOf(o), o)
-		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date), obs.Status == http.StatusTooManyRequests)
+		p.roll(s, now)
+		l := l
+		if l.Bucket != p.Bucket {
+			// Counted in another bucket than expected (a route seen for
+			// the first time): take it as the bucket's latest grant.
+			l.Bucket, l.Spent = p.Bucket, s.spentAll(p.Bucket)
+		}
+		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date, cfg.maxPause()), obs.Status == http.StatusTooManyRequests)
 	}
 	if !s.ProbeAfter.IsZero() && !l.At.Before(s.ProbeAfter) {
 		s.ProbeAfter = time.Time{}
@@ -68,16 +75,18 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, bucket string, throttled bool, cfg *Config) {
 	var pause time.Duration
 	why := "Retry-After"
+	maxPause := cfg.maxPause()
 	if obs.HasRetryAfter && obs.RetryAfter > 0 {
 		pause = obs.RetryAfter
 	} else {
 		for i := range obs.Policies {
 			o := &obs.Policies[i]
-			if o.HasReset && (o.Exhausted() || !o.HasRemaining) && o.Reset > pause {
-				pause, why = o.Reset, "reset of "+policyName(o)
+			if o.HasReset && (o.Exhausted() || !o.HasRemaining) && min(o.Reset, maxPause) > pause {
+				pause, why = min(o.Reset, maxPause), "reset of "+policyName(o)
 			}
 		}
 	}
+	var hadRoom []int // policies that had room when the server refused
 	if throttled {
 		// The server refused although the model said there was room:
 		// every quota of the bucket is spent as of this answer, and what
@@ -93,9 +102,10 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 				if p.Model == ModelWindow && !p.ResetAt.IsZero() {
 					p.Model = ModelUnknown
 				}
+				hadRoom = append(hadRoom, i)
 			}
 		}
-		if len(obs.Policies) == 0 {
+		if len(obs.Policies) == 0 && len(s.Policies) == 0 {
 			// Nothing says how much is allowed: learn the rate from the
 			// refusals (and still honour a Retry-After).
 			var ra time.Duration
@@ -116,9 +126,11 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 	if throttled {
 		// The quotas return, at the earliest, when the pause ends: that is
 		// their reset, and the first answer after it says what came back.
+		// A quota that still had room (a server's other limit refused,
+		// such as GitHub's secondary limits) returns then too.
 		for i := range s.Policies {
 			p := &s.Policies[i]
-			if p.Bucket == bucket && p.Unit == ratelimit.UnitRequests && (p.ResetAt.IsZero() || p.ResetAt.Before(until)) {
+			if p.Bucket == bucket && p.Unit == ratelimit.UnitRequests && (p.ResetAt.IsZero() || p.ResetAt.Before(until) || slices.Contains(hadRoom, i)) {
 				p.ResetAt = until
 			}
 		}
@@ -134,20 +146,25 @@ func policyName(o *ratelimit.Policy) string {
 
 // Cancel takes back lease l, whose request never left: it stops counting
 // against every quota.
-func (s *State) Cancel(l Lease) {
+func (s *State) Cancel(l Lease, cfg *Config) {
 	if !s.remove(l.Seq) {
 		return
 	}
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		if l.spentAt(p.Unit) > p.BaseSpent {
+		switch {
+		case p.Bucket != l.Bucket:
+		case l.spentAt(p.Unit) > p.BaseSpent:
 			p.BaseSpent += costIn(l.Cost, p.Unit)
+		default:
+			// The base counted it as in flight: give it back there.
+			p.Remaining += costIn(l.Cost, p.Unit)
 		}
 	}
 	s.Adaptive.refund()
 	for _, qi := range l.Quotas {
-		if qi >= 0 && qi < len(s.Quotas) {
-			s.Quotas[qi].refund(l.At)
+		if qi >= 0 && qi < len(s.Quotas) && qi < len(cfgQuotas(cfg)) {
+			s.Quotas[qi].refund(l.At, cfg.Quotas[qi])
 		}
 	}
 }
@@ -194,11 +211,11 @@ func (s *State) policy(bucket string, o *ratelimit.Policy) *Policy {
 // to its length), the reset is exactly the server's Date plus the reset, in
 // the server's time; with the clocks' offset that is much sharper, so it is
 // used while it has not proved wrong (see missed).
-func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time.Time) time.Time {
+func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time.Time, maxPause time.Duration) time.Time {
 	if !o.HasReset {
 		return time.Time{}
 	}
-	late := recv.Add(o.Reset)
+	late := recv.Add(min(o.Reset, maxPause))
 	p.DateReset = time.Time{}
 	if date.IsZero() || !s.Clock.Known || p.Unaligned || s.Clock.Lo >= s.Clock.Hi || o.Reset%time.Second != 0 || p.Model == ModelRefill {
 		// A reset finer than whole seconds is its own precision; and only

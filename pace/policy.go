@@ -9,7 +9,7 @@ import (
 )
 
 // used returns the cost in p's unit granted since the base response.
-func (p *Policy) used(s *State) int64 { return s.spent(p.Unit) - p.BaseSpent }
+func (p *Policy) used(s *State) int64 { return s.spentIn(p.Bucket, p.Unit) - p.BaseSpent }
 
 // capacity returns the most the quota can hold, +Inf when unknown.
 func (p *Policy) capacity() float64 {
@@ -44,7 +44,7 @@ func (p *Policy) probeOK(s *State, now time.Time) bool {
 	if p.probing(s) {
 		return false
 	}
-	if !p.Rolled.IsZero() && !p.Settled && p.Remaining == 0 && p.BaseSpent == s.spent(p.Unit) && p.ResetAt.IsZero() {
+	if !p.Rolled.IsZero() && !p.Settled && p.Remaining == 0 && p.BaseSpent == s.spentIn(p.Bucket, p.Unit) && p.ResetAt.IsZero() {
 		return true
 	}
 	return p.ResetAt.IsZero() && (p.Model != ModelRefill || p.Refill <= 0) && !p.BaseAt.IsZero() &&
@@ -67,7 +67,7 @@ func (p *Policy) roll(s *State, now time.Time) {
 	if p.Model == ModelWindow && p.Limit > 0 && (p.RolledDate.IsZero() || p.DateTrusted) {
 		// Requests still in flight may be counted in the new window.
 		p.Remaining = p.Limit
-		p.BaseSpent = s.spent(p.Unit) - s.inFlight(p.Unit)
+		p.BaseSpent = s.spentIn(p.Bucket, p.Unit) - s.inFlightIn(p.Bucket, p.Unit)
 		p.BaseAt = p.ResetAt
 		p.Rolled = p.ResetAt
 		p.Settled = false
@@ -79,7 +79,7 @@ func (p *Policy) roll(s *State, now time.Time) {
 	// server's Date and not yet confirmed): one request goes first, and its
 	// answer tells; a refill keeps adding meanwhile.
 	p.Remaining = 0
-	p.BaseSpent = s.spent(p.Unit)
+	p.BaseSpent = s.spentIn(p.Bucket, p.Unit)
 	p.BaseAt = p.ResetAt
 	p.Rolled = p.ResetAt
 	p.Settled = false
@@ -109,21 +109,30 @@ func (p *Policy) nextReset(now time.Time) time.Time {
 
 // hold reports whether a request costing cost (in p's unit) may go at now,
 // and if not, until when it waits.
-func (p *Policy) hold(s *State, now time.Time, cost int64) (Decision, bool) {
+func (p *Policy) hold(s *State, now time.Time, cost int64) (d Decision, ok, probe bool) {
 	avail := p.available(s, now)
 	need := float64(max(cost, 1))
 	if p.Unit != ratelimit.UnitRequests && cost == 0 {
 		need = 1 // an unknown cost waits only for an exhausted quota
 	}
-	if avail >= need || p.probeOK(s, now) {
-		return Decision{}, true
+	if avail >= need {
+		return Decision{}, true, false
 	}
-	d := Decision{Definite: true, Why: WhyQuota, Detail: p.describe(s, now)}
+	if p.probeOK(s, now) {
+		return Decision{}, true, true
+	}
+	d = Decision{Definite: true, Why: WhyQuota, Detail: p.describe(s, now)}
 	switch {
+	case !p.Rolled.IsZero() && !p.Settled && p.ResetAt.IsZero() && p.probing(s):
+		// The request that went first after the reset is out: its answer
+		// says what the reset brought back.
+		d.Why, d.Definite, d.At = WhyProbe, false, now.Add(pollStep)
 	case p.Model == ModelRefill && p.Refill > 0:
 		d.Why = WhyRefill
-		d.At = after(p.BaseAt, (need+float64(p.used(s))-float64(p.Remaining))/p.Refill)
-		d.At = maxTime(d.At, now)
+		// Including what others spending the quota keep back (see
+		// available), so that the request goes when it is asked again.
+		short := need - avail
+		d.At = maxTime(after(now, short/p.Refill), now)
 		if !p.ResetAt.IsZero() && p.ResetAt.Before(d.At) {
 			d.At, d.Why = p.ResetAt, WhyQuota
 		}
@@ -140,14 +149,14 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (Decision, bool) {
 			d.Detail = p.describe(s, now) + "; nothing says when it returns"
 		}
 	}
-	return d, false
+	return d, false, false
 }
 
 // probing reports whether a request granted since p's base answer is in
 // flight: its answer will say more.
 func (p *Policy) probing(s *State) bool {
 	for i := range s.Leases {
-		if s.Leases[i].spentAt(p.Unit) > p.BaseSpent {
+		if s.Leases[i].Bucket == p.Bucket && s.Leases[i].spentAt(p.Unit) > p.BaseSpent {
 			return true
 		}
 	}
@@ -158,7 +167,7 @@ func (p *Policy) probing(s *State) bool {
 // about its reset: the time one unit takes at Limit per Window, or a second.
 func (p *Policy) guessStep() time.Duration {
 	if p.Limit > 0 && p.Window > 0 {
-		return max(p.Window/time.Duration(p.Limit), 10*time.Millisecond)
+		return min(max(p.Window/time.Duration(p.Limit), 10*time.Millisecond), time.Minute)
 	}
 	return time.Second
 }
@@ -218,7 +227,7 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 	}
 	// What the answer says is left now: what it counted, less what is
 	// still in flight (the server may not have counted those yet).
-	inflight := s.inFlight(p.Unit)
+	inflight := s.inFlightIn(p.Bucket, p.Unit)
 	cand := o.Remaining - inflight
 	cur := p.available(s, now)
 	fresh := p.BaseAt.IsZero() // nothing known yet
@@ -254,12 +263,26 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 			p.ResetAt = resetAt
 		}
 	}
+	// Answers about one window's reset agree to within their precision:
+	// whole seconds, or the time the answers took.
+	slack := 2*s.RTT + 10*time.Millisecond
+	if o.Reset%time.Second == 0 {
+		slack += time.Second
+	}
+	if adopt && p.Model == ModelWindow && !resetAt.IsZero() && !p.ResetAt.IsZero() && !l.At.Before(p.BaseAt) &&
+		resetAt.After(p.ResetAt.Add(slack)) {
+		// A newer answer puts the reset well after the window's: the
+		// quota is not a window after all (a bucket whose reset is the
+		// time until full, say). Its reset stands, and what it brings is
+		// to be learnt again.
+		p.Model, p.ResetAt, p.Period = ModelUnknown, resetAt, 0
+	}
 	if adopt {
 		if !fresh && !newWindow && !l.At.Before(p.BaseAt) {
 			// Beyond what ours in flight may blur, what ours do not explain is others..
 			p.learnForeign(cur-float64(cand)-float64(inflight), now)
 		}
-		p.Remaining, p.BaseR, p.BaseSpent, p.BaseAt = cand, o.Remaining, s.spent(p.Unit), now
+		p.Remaining, p.BaseR, p.BaseSpent, p.BaseAt = cand, o.Remaining, s.spentIn(p.Bucket, p.Unit), now
 		if !resetAt.IsZero() && (p.ResetAt.IsZero() || resetAt.Before(p.ResetAt) || !p.ResetAt.After(now) || newWindow || p.Model == ModelUnknown && p.Settled) {
 			p.ResetAt = resetAt
 		}
@@ -268,8 +291,8 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 		full := p.Limit > 0 && o.Remaining >= p.Limit-1
 		// Requests in flight blur the level by their number: measure only
 		// from answers with few in flight (as when pacing to the rate).
-		if adopt && inflight <= maxBlur {
-			p.sampleRefill(l, float64(cand+s.spent(p.Unit)), full, now)
+		if adopt && inflight <= maxBlur && !refused {
+			p.sampleRefill(l, float64(cand+s.spentIn(p.Bucket, p.Unit)), full, now)
 		}
 	}
 }
@@ -330,7 +353,7 @@ func (p *Policy) maxRefill() float64 {
 // remaining, out of a window in which the server may have served, at most,
 // every request granted since the roll.
 func (p *Policy) learnReset(s *State, remaining int64) {
-	ours := s.spent(p.Unit) - p.BaseSpent + s.inFlightBefore(p)
+	ours := s.spentIn(p.Bucket, p.Unit) - p.BaseSpent + s.inFlightBefore(p)
 	if p.Limit > 0 && remaining+ours >= p.Limit-1 {
 		p.Model = ModelWindow
 		if p.Window > 0 {

@@ -102,12 +102,12 @@ func (qs *QuotaState) sent(now time.Time, q Quota) {
 }
 
 // refund takes back a request recorded at t that never left.
-func (qs *QuotaState) refund(t time.Time) {
+func (qs *QuotaState) refund(t time.Time, q Quota) {
 	for i := len(qs.Sends) - 1; i >= 0; i-- {
 		if qs.Sends[i].Equal(t) {
 			qs.Sends = slices.Delete(qs.Sends, i, i+1)
-			if !qs.Filled.IsZero() {
-				qs.Tokens++
+			if q.spaced() && !qs.Filled.IsZero() {
+				qs.Tokens = min(qs.Tokens+1, float64(q.Burst))
 			}
 			return
 		}

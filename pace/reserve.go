@@ -175,15 +175,17 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 	}
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		if p.Bucket != bucket {
-			continue
+		if p.Bucket != bucket || p.BaseAt.IsZero() {
+			continue // another bucket's, or nothing known of what is left
 		}
 		p.roll(s, now)
-		if d, ok := p.hold(s, now, costIn(req.Cost, p.Unit)); !ok {
+		d, ok, first := p.hold(s, now, costIn(req.Cost, p.Unit))
+		if !ok {
 			later(d)
 		}
+		probe = probe || first
 	}
-	if d, ok := s.Adaptive.hold(now); !ok {
+	if d, ok := s.Adaptive.hold(now); !ok && len(s.Policies) == 0 {
 		later(d)
 	}
 	for _, qi := range req.Quotas {
@@ -222,11 +224,10 @@ func (s *State) grant(now time.Time, req Request, bucket string, probe bool, cfg
 	l := Lease{Seq: s.Seq, At: now, Expires: now.Add(cfg.leaseTTL()), Bucket: bucket, Route: req.Route, Probe: probe}
 	for _, c := range req.Cost {
 		if c.N > 0 && c.Unit != ratelimit.UnitRequests && c.Unit != "" {
-			addAmount(&s.Spent, c.Unit, c.N)
 			addAmount(&l.Cost, c.Unit, c.N)
 		}
 	}
-	l.Spent = slices.Clone(s.Spent)
+	l.Spent = s.spend(bucket, l.Cost)
 	s.Adaptive.sent(now)
 	for _, qi := range req.Quotas {
 		if qi >= 0 && qi < len(s.Quotas) {

@@ -20,9 +20,9 @@ type State struct {
 
 	// Seq counts the leases granted for the key: lease n has Seq n.
 	Seq uint64 `json:"seq"`
-	// Spent is the cumulative cost granted in each unit other than
-	// requests (whose count is Seq).
-	Spent []Amount `json:"spent,omitempty"`
+	// Spent is the cumulative cost granted in each server-named bucket,
+	// per unit (requests included).
+	Spent []BucketSpent `json:"spent,omitempty"`
 	// Answered reports whether any response has been observed.
 	Answered bool `json:"answered,omitempty"`
 	// Leases are the requests sent and not yet answered.
@@ -52,6 +52,12 @@ type State struct {
 	RTT time.Duration `json:"rtt,omitempty"`
 }
 
+// BucketSpent is what was granted in one server-named bucket.
+type BucketSpent struct {
+	Bucket  string   `json:"b,omitempty"`
+	Amounts []Amount `json:"a"`
+}
+
 // Amount is a cost in one unit.
 type Amount struct {
 	Unit ratelimit.Unit `json:"u"`
@@ -60,7 +66,7 @@ type Amount struct {
 
 // Lease is one granted reservation: a request that counts as in flight.
 type Lease struct {
-	// Seq is the lease's number for its key; Spent the key's cumulative
+	// Seq is the lease's number for its key; Spent its bucket's cumulative
 	// cost per unit once it was granted (its own cost included).
 	Seq   uint64   `json:"seq"`
 	Spent []Amount `json:"spent,omitempty"`
@@ -82,11 +88,14 @@ type Lease struct {
 }
 
 // spentAt returns the cumulative cost in unit up to and including l.
-func (l *Lease) spentAt(u ratelimit.Unit) int64 {
-	if u == ratelimit.UnitRequests || u == "" {
-		return int64(l.Seq)
+func (l *Lease) spentAt(u ratelimit.Unit) int64 { return amountOf(l.Spent, unitOf(u)) }
+
+// unitOf is u, with "" read as requests.
+func unitOf(u ratelimit.Unit) ratelimit.Unit {
+	if u == "" {
+		return ratelimit.UnitRequests
 	}
-	return amountOf(l.Spent, u)
+	return u
 }
 
 // Model is what a quota is inferred to do at its reset.
@@ -196,6 +205,9 @@ type Offset struct {
 func (s State) clone() State {
 	c := s
 	c.Spent = slices.Clone(s.Spent)
+	for i := range c.Spent {
+		c.Spent[i].Amounts = slices.Clone(c.Spent[i].Amounts)
+	}
 	c.Leases = slices.Clone(s.Leases)
 	for i := range c.Leases {
 		c.Leases[i].Spent = slices.Clone(c.Leases[i].Spent)
@@ -235,34 +247,63 @@ func addAmount(as *[]Amount, u ratelimit.Unit, n int64) {
 	*as = append(*as, Amount{Unit: u, N: n})
 }
 
-// spent returns the key's cumulative cost in unit u.
-func (s *State) spent(u ratelimit.Unit) int64 {
-	if u == ratelimit.UnitRequests || u == "" {
-		return int64(s.Seq)
+// spentIn returns the cumulative cost granted in bucket, in unit u.
+func (s *State) spentIn(bucket string, u ratelimit.Unit) int64 {
+	for i := range s.Spent {
+		if s.Spent[i].Bucket == bucket {
+			return amountOf(s.Spent[i].Amounts, unitOf(u))
+		}
 	}
-	return amountOf(s.Spent, u)
+	return 0
 }
 
-// inFlightBefore returns the cost in p's unit of the leases granted before
-// p's last roll and still in flight: the new window may count them.
+// spend adds a lease's costs to its bucket's cumulative ones and returns
+// them.
+func (s *State) spend(bucket string, cost []Amount) []Amount {
+	i := slices.IndexFunc(s.Spent, func(b BucketSpent) bool { return b.Bucket == bucket })
+	if i < 0 {
+		s.Spent = append(s.Spent, BucketSpent{Bucket: bucket})
+		i = len(s.Spent) - 1
+	}
+	b := &s.Spent[i]
+	addAmount(&b.Amounts, ratelimit.UnitRequests, 1)
+	for _, c := range cost {
+		addAmount(&b.Amounts, unitOf(c.Unit), c.N)
+	}
+	return slices.Clone(b.Amounts)
+}
+
+// spentAll returns a copy of bucket's cumulative costs.
+func (s *State) spentAll(bucket string) []Amount {
+	for i := range s.Spent {
+		if s.Spent[i].Bucket == bucket {
+			return slices.Clone(s.Spent[i].Amounts)
+		}
+	}
+	return nil
+}
+
+// inFlightBefore returns the cost in p's unit of p's bucket's leases
+// granted before p's last roll and still in flight: the new window may
+// count them.
 func (s *State) inFlightBefore(p *Policy) int64 {
 	var n int64
 	for i := range s.Leases {
-		if s.Leases[i].spentAt(p.Unit) <= p.BaseSpent {
+		if s.Leases[i].Bucket == p.Bucket && s.Leases[i].spentAt(p.Unit) <= p.BaseSpent {
 			n += costIn(s.Leases[i].Cost, p.Unit)
 		}
 	}
 	return n
 }
 
-// inFlight returns the cost in unit u of the leases not yet answered.
-func (s *State) inFlight(u ratelimit.Unit) int64 {
-	if u == ratelimit.UnitRequests || u == "" {
-		return int64(len(s.Leases))
-	}
+// inFlightIn returns the cost in unit u of bucket's leases not yet
+// answered.
+func (s *State) inFlightIn(bucket string, u ratelimit.Unit) int64 {
 	var n int64
 	for i := range s.Leases {
-		n += amountOf(s.Leases[i].Cost, u)
+		if s.Leases[i].Bucket == bucket {
+			n += costIn(s.Leases[i].Cost, u)
+		}
 	}
 	return n
 }

@@ -785,7 +785,7 @@ func FullState(base time.Time, life time.Duration) pace.State {
 		Version:    99,
 		Expires:    base.Add(life + 987654321*time.Nanosecond).In(east),
 		Seq:        41,
-		Spent:      []pace.Amount{{Unit: ratelimit.UnitTokens, N: 4100}, {Unit: "points", N: -3}},
+		Spent:      []pace.BucketSpent{{Bucket: "core", Amounts: []pace.Amount{{Unit: ratelimit.UnitRequests, N: 41}, {Unit: ratelimit.UnitTokens, N: 4100}}}, {Bucket: "search", Amounts: []pace.Amount{{Unit: "points", N: -3}}}},
 		Answered:   true,
 		Leases:     []pace.Lease{lease(40), lease(41)},
 		Policies:   []pace.Policy{policy("burst", pace.ModelRefill), policy("hourly", pace.ModelWindow)},
@@ -793,6 +793,7 @@ func FullState(base time.Time, life time.Duration) pace.State {
 		PauseWhy:   `Retry-After: 3 (429 "Too Many Requests" <from> the server & ключ)`,
 		ProbeAfter: at(2*time.Second+1, west),
 		Adaptive: pace.Adaptive{
+			Cut:       at(900*time.Millisecond, west),
 			On:        true,
 			Max:       12.345678901234567,
 			Throttled: at(-5*time.Second, nil),

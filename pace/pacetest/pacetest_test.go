@@ -247,7 +247,7 @@ func TestNormalize(t *testing.T) {
 	now := time.Now() // with a monotonic reading
 	s := pace.State{
 		Expires: now.In(time.FixedZone("x", 3600)),
-		Spent:   []pace.Amount{},
+		Spent:   []pace.BucketSpent{},
 		Quotas:  []pace.QuotaState{{Sends: []time.Time{now}}, {Sends: []time.Time{}}},
 	}
 	n := Normalize(s)
