@@ -558,7 +558,7 @@ func waitsOneUnit(base time.Duration) func(t *testing.T, s *State, now time.Time
 		require.False(t, d.OK)
 		require.Equal(t, WhyRefill, d.Why, d.Detail)
 		require.True(t, d.Definite)
-		unit := time.Duration(float64(time.Second) / s.Policies[0].Refill)
+		unit := time.Duration(float64(time.Second) / s.Policies[0].rate()) // the measured rate, less its margin
 		require.WithinDuration(t, t0.Add(base+unit), d.At, time.Millisecond)
 	}
 }
@@ -622,7 +622,7 @@ func TestExhaustedQuota(t *testing.T) {
 			// d's answer said the quota resets in 10s: at +20.2s only
 			// what refilled goes, not the whole quota.
 			check(ms(20200), func(t *testing.T, s *State, now time.Time) {
-				want := int(math.Floor(s.Policies[0].Refill * 10))
+				want := int(math.Floor(s.Policies[0].rate() * 10))
 				require.Less(t, want, 3)
 				c := &story{t: t, st: s.Clone(), leases: map[string]Lease{}}
 				require.Equal(t, want, c.grantsAt(ms(20200)))

@@ -25,7 +25,7 @@ func (p *Policy) capacity() float64 {
 func (p *Policy) available(s *State, now time.Time) float64 {
 	base := float64(p.Remaining)
 	if p.Model == ModelRefill && p.Refill > 0 && now.After(p.BaseAt) {
-		base = min(p.capacity(), base+p.Refill*seconds(now.Sub(p.BaseAt)))
+		base = min(p.capacity(), base+p.rate()*seconds(now.Sub(p.BaseAt)))
 	}
 	avail := base - float64(p.used(s))
 	if p.Foreign > 0 && avail > 0 {
@@ -132,7 +132,7 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (d Decision, ok, prob
 		// Including what others spending the quota keep back (see
 		// available), so that the request goes when it is asked again.
 		short := need - avail
-		d.At = maxTime(after(now, short/p.Refill), now)
+		d.At = maxTime(after(now, short/p.rate()), now)
 		if !p.ResetAt.IsZero() && p.ResetAt.Before(d.At) {
 			d.At, d.Why = p.ResetAt, WhyQuota
 		}
@@ -296,6 +296,14 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 		}
 	}
 }
+
+// rate is the refill rate paced to: the measured one, less a margin for
+// the measure's noise (a rate measured a little high would earn a 429 now
+// and then).
+func (p *Policy) rate() float64 { return refillSafety * p.Refill }
+
+// refillSafety is the share of a measured refill rate that is spent.
+const refillSafety = 0.97
 
 // maxBlur is the most units in flight with which an answer is used to
 // measure a refill rate.
