@@ -285,7 +285,7 @@ func (p *pacer) keyWaiters(key string) *keyWaiters {
 		kw.used.Store(true)
 		return kw
 	}
-	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{changed: make(chan struct{}), queues: map[string][]chan struct{}{}, routes: map[string]string{}})
+	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{changed: make(chan struct{})})
 	if !loaded {
 		p.sweepWaiters()
 	}
@@ -341,6 +341,9 @@ func (kw *keyWaiters) enqueue(q string) (turn <-chan struct{}, leave func()) {
 		return nil, nil
 	}
 	me := make(chan struct{})
+	if kw.queues == nil {
+		kw.queues = map[string][]chan struct{}{}
+	}
 	kw.queues[q] = append(kw.queues[q], me)
 	kw.waiting++
 	if len(kw.queues[q]) == 1 {
@@ -391,6 +394,9 @@ func (kw *keyWaiters) learnRoute(route, bucket string) {
 	defer kw.mu.Unlock()
 	if kw.routes[route] == bucket {
 		return
+	}
+	if kw.routes == nil {
+		kw.routes = map[string]string{}
 	}
 	if len(kw.routes) >= maxRoutes {
 		clear(kw.routes)

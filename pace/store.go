@@ -104,10 +104,11 @@ type MemoryStore struct {
 	now  func() time.Time
 	keys sync.Map // string -> *memEntry
 
-	mu       sync.Mutex
-	added    int // keys added since the last sweep
-	sweepAt  int // sweep when added reaches this
-	sweeping bool
+	mu        sync.Mutex
+	added     int // keys added since the last sweep
+	sweepAt   int // sweep when added reaches this
+	sweeping  bool
+	lastSweep time.Time
 }
 
 type memEntry struct {
@@ -205,13 +206,21 @@ func (m *MemoryStore) Len() int {
 	return n
 }
 
+// sweepInterval is the most time between two sweeps while new keys arrive.
+const sweepInterval = time.Minute
+
 // added1 counts a new key and sweeps expired ones once the number of keys
-// added since the last sweep reaches the number of keys then kept: the
-// sweep's cost is spread over the keys that caused it.
+// added since the last sweep reaches the number of keys then kept (the
+// sweep's cost is spread over the keys that caused it), or once a minute
+// has passed since the last sweep.
 func (m *MemoryStore) added1() {
+	now := m.now()
 	m.mu.Lock()
 	m.added++
-	if m.added < m.sweepAt || m.sweeping {
+	if m.lastSweep.IsZero() {
+		m.lastSweep = now
+	}
+	if m.sweeping || m.added < m.sweepAt && now.Sub(m.lastSweep) < sweepInterval {
 		m.mu.Unlock()
 		return
 	}
@@ -219,7 +228,7 @@ func (m *MemoryStore) added1() {
 	m.mu.Unlock()
 	kept := m.Sweep()
 	m.mu.Lock()
-	m.added, m.sweepAt, m.sweeping = 0, max(1024, kept), false
+	m.added, m.sweepAt, m.sweeping, m.lastSweep = 0, max(1024, kept), false, now
 	m.mu.Unlock()
 }
 
