@@ -57,11 +57,40 @@
 // its own transport and replaces it.
 //
 // The pacing layer (inner, so every attempt is paced) holds requests back
-// before they are sent when the server has said they would be refused: after
-// a 429 with Retry-After, every request to the same key waits for the same
-// instant instead of earning its own 429. The retry layer's wait and the
-// pacing layer's pause are measured from the same instant, so they never
-// add up.
+// before they are sent, so that the server does not have to refuse them.
+// Package pace decides; per key (the host, or WithKey's):
+//
+//   - Every response's quotas are tracked: ample quota is spent at full
+//     speed, a request waits only when a quota has nothing left, and then
+//     until it returns. Requests in flight count against what is left, so
+//     sixteen workers do not all fire on "remaining: 5"; a late response
+//     with an older, larger count does not inflate it.
+//   - A key that has never answered lets its first request go alone and
+//     waits for its answer, so a thousand goroutines that start together
+//     do not send a thousand requests into a quota of fifty.
+//   - Fixed windows (the quota returns whole at the reset) and refilling
+//     quotas (token and leaky buckets, GCRA) are told apart by what the
+//     first answer after a reset says; a refill rate is measured from how
+//     remaining evolves, not taken from the server's coarse numbers, and a
+//     reset in whole seconds is sharpened with the server's Date.
+//   - A 429 or 503 pauses the key until its Retry-After (or the reset of
+//     the quota it says ran out); a pause longer than WithMaxWait is kept
+//     too, so later requests fail at once instead of each earning a 429,
+//     for at most a day (pace.DefaultMaxPause), so that a misread value
+//     cannot block a host for years. After a pause one request goes first.
+//   - Without any rate-limit headers, the rate adapts to 429s (CUBIC, as
+//     the AWS SDK's adaptive mode), unlimited until the first one.
+//   - Limits known from an API's documentation are declared per route
+//     (WithQuota), and what a request costs in tokens with ContextWithCost.
+//   - A wait longer than WithMaxWait, or past the context's deadline, fails
+//     at once with a *RateLimitError saying how long and why (StatusCode
+//     0: nothing was sent). WithOnWait and WithLogger say why each wait
+//     happens.
+//
+// The retry layer's wait and the pacing layer's pause are measured from the
+// same instant, so they never add up. A key's state lives in a pace.Store
+// (WithStore): in this process by default, or shared by several processes
+// that spend one quota. Idle keys are forgotten.
 //
 // # Observing
 //
