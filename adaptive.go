@@ -115,10 +115,9 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			if ctx.Err() != nil {
 				return lease{}, now.Sub(start), ctx.Err()
 			}
-			// The store failed: send without pacing rather than not at all.
-			p.c.logger.LogAttrs(ctx, slog.LevelWarn, "headway: pacing state unavailable, sending unpaced",
-				slog.String("key", key), slog.String("error", err.Error()))
-			return lease{key: key}, now.Sub(start), nil
+			// The store could not be read or written (a shared store that
+			// fails closed): the request is not sent unpaced.
+			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
 			waited := now.Sub(start)
@@ -236,10 +235,14 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	// The request's own context may be done: the report must still land.
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
+	if err := pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
 		s.Complete(now, l.lease, a, &p.cfg)
 		return nil
-	})
+	}); err != nil {
+		// The lease expires by itself (pace.Config.LeaseTTL).
+		p.c.logger.LogAttrs(ctx, slog.LevelWarn, "headway: pacing state not updated",
+			slog.String("key", l.key), slog.String("error", err.Error()))
+	}
 	kw.signal()
 }
 

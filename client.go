@@ -198,7 +198,10 @@ func WithOnWait(f func(WaitEvent)) Option { return func(c *config) { c.onWait = 
 
 // WithStore sets where the pacing layer keeps each key's state (default: in
 // this process, pace.NewMemoryStore). A store shared by several processes
-// makes them pace as one client against one quota.
+// makes them pace as one client against one quota. When the store fails
+// (returns an error), the request fails with that error, wrapped, rather
+// than going out unpaced: a store that would rather fall back to pacing
+// alone (as redisstore does by default) does so itself.
 func WithStore(s pace.Store) Option { return func(c *config) { c.store = s } }
 
 // WithClock sets the clock every layer waits on (default SystemClock). Tests
