@@ -36,6 +36,9 @@ type Adaptive struct {
 	First    time.Time `json:"first,omitempty"`
 }
 
+// cutCooldown is the least time between two cuts of the rate.
+const cutCooldown = time.Second
+
 // The CUBIC constants of the AWS SDK's adaptive mode.
 const (
 	cubicC        = 0.4
@@ -127,7 +130,10 @@ func (a *Adaptive) refund() {
 // before the last 429 says nothing about the rate since: it is ignored, so
 // that one burst refused at once cuts the rate once.
 func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
-	if a.On && sent.Before(a.Cut) {
+	if a.On && (sent.Before(a.Cut) || now.Sub(a.Cut) < cutCooldown) {
+		// Part of the refusal already taken in: a window that refuses
+		// until it rolls says so to every request in it, whatever the
+		// rate since.
 		return
 	}
 	if !a.On && a.Accepted == 0 && retryAfter > 0 {
