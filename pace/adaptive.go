@@ -37,7 +37,7 @@ type Adaptive struct {
 }
 
 // cutCooldown is the least time between two cuts of the rate.
-const cutCooldown = time.Second
+const cutCooldown = 500 * time.Millisecond
 
 // The CUBIC constants of the AWS SDK's adaptive mode.
 const (
