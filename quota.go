@@ -24,7 +24,8 @@ import (
 //	)
 //
 // pattern is an http.ServeMux pattern (Go 1.22): "[METHOD ][HOST]/[PATH]",
-// with {wildcards} and a trailing slash for a subtree. A declared quota is
+// with {wildcards} and a trailing slash for a subtree; a host matches the
+// request's host without its port, as in ServeMux. A declared quota is
 // counted per key (WithKey: per host by default). WithQuota panics on an
 // invalid pattern, a limit < 1 or a window <= 0, as http.ServeMux.Handle
 // does on invalid patterns: they are programming errors.

@@ -1,0 +1,132 @@
+package headway_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/ratelimit"
+	"github.com/headway-go/headway/ratelimittest"
+)
+
+// onFakeTime moves clock on whenever the code under test waits on it, until
+// the returned stop is called: the examples below run minutes of an API's
+// time in milliseconds.
+func onFakeTime(clock *ratelimittest.ManualClock) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for clock.BlockUntilWaiting(ctx, 1) == nil {
+			clock.Advance(10 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// A GitHub-style API with a primary limit (5,000 requests an hour, the
+// "core" resource) and a secondary one (here 10 requests a second): headway
+// reads both from X-RateLimit-* and the 429s' Retry-After, and 40 parallel
+// requests are spread so that none is refused.
+func Example_gitHub() {
+	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"login":"octocat"}`) })
+	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.GitHub),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "core", Limit: 5000, Window: time.Hour}),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "secondary", Limit: 10, Window: time.Second}))
+	defer srv.Close()
+	defer onFakeTime(clock)()
+
+	client := headway.Wrap(srv.Client(), headway.WithClock(clock))
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := client.Get(srv.URL + "/user")
+			if err != nil {
+				log.Fatal(err)
+			}
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	st := srv.Stats()
+	fmt.Println("served:", st.Served, "refused:", st.Rejected)
+	// Output: served: 40 refused: 0
+}
+
+// An OpenAI-style API counts tokens per minute as well as requests. Each
+// request declares what it will cost with ContextWithCost; headway draws it
+// from the server's tokens policy and holds requests back until there is
+// room, so none is refused although they need 4 minutes' worth of tokens.
+func ExampleContextWithCost() {
+	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"choices":[]}`) })
+	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.OpenAI),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 500, Window: time.Minute}),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Unit: ratelimittest.UnitTokens, Limit: 10000, Window: time.Minute,
+			Cost: ratelimittest.CostFromHeader("X-Estimated-Tokens", 1)}))
+	defer srv.Close()
+	defer onFakeTime(clock)()
+
+	client := headway.Wrap(srv.Client(), headway.WithClock(clock), headway.WithMaxWait(2*time.Minute))
+	start := clock.Now()
+	for range 20 {
+		ctx := headway.ContextWithCost(context.Background(), ratelimit.UnitTokens, 2000)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", nil)
+		req.Header.Set("X-Estimated-Tokens", "2000") // what this emulated API charges
+		resp, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	st := srv.Stats()
+	fmt.Println("served:", st.Served, "refused:", st.Rejected, "minutes:", int(clock.Now().Sub(start).Minutes()))
+	// Output: served: 20 refused: 0 minutes: 3
+}
+
+// Limits known from an API's documentation are declared per route, before
+// any header arrives: here 10 a minute on POST /games and 120 a minute on
+// GET /games/{id}, for a server that sends no rate-limit headers at all.
+func ExampleWithQuota() {
+	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	posts := map[int]int{} // POSTs per minute since the start
+	start := clock.Now()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			posts[int(clock.Now().Sub(start).Minutes())]++
+			mu.Unlock()
+		}
+	})
+	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.None),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 1000, Window: time.Minute}))
+	defer srv.Close()
+	defer onFakeTime(clock)()
+
+	host := "127.0.0.1" // a pattern's host matches without the port
+	client := headway.Wrap(srv.Client(), headway.WithClock(clock), headway.WithMaxWait(5*time.Minute),
+		headway.WithQuota("POST "+host+"/games", 10, time.Minute),
+		headway.WithQuota("GET "+host+"/games/{id}", 120, time.Minute))
+	for i := range 25 {
+		resp, err := client.Post(srv.URL+"/games", "application/json", nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		resp, err = client.Get(fmt.Sprintf("%s/games/%d", srv.URL, i))
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	fmt.Println("POSTs in minutes 0, 1, 2:", posts[0], posts[1], posts[2])
+	// Output: POSTs in minutes 0, 1, 2: 10 10 5
+}
