@@ -58,7 +58,10 @@ func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	l, _, err := p.hold(req)
+	l, waited, err := p.hold(req)
+	if st := statsFrom(req.Context()); st != nil {
+		st.Waited += waited
+	}
 	if err != nil {
 		return refuse(req, err)
 	}
@@ -120,11 +123,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			waited := now.Sub(start)
-			if st := statsFrom(ctx); st != nil {
-				st.Waited += waited
-			}
-			return lease{key: key, lease: d.Lease, ok: true}, waited, nil
+			return lease{key: key, lease: d.Lease, ok: true}, now.Sub(start), nil
 		}
 		wait := max(d.At.Sub(now), 0)
 		if d.Definite {

@@ -47,6 +47,8 @@ type config struct {
 	logger          *slog.Logger
 	onRetry         func(RetryEvent)
 	onWait          func(WaitEvent)
+	onAttempt       func(AttemptEvent)
+	onDone          func(DoneEvent)
 	store           pace.Store
 	quotas          []quotaRoute
 	clock           Clock
@@ -188,13 +190,41 @@ func WithKey(f func(*http.Request) string) Option {
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithOnRetry calls f, synchronously, each time headway decides to retry,
-// before it waits. f must be safe for concurrent use and quick.
-func WithOnRetry(f func(RetryEvent)) Option { return func(c *config) { c.onRetry = f } }
+// before it waits. f must be safe for concurrent use and quick. Hooks add
+// up: given several times (or with a metrics adapter's), every f is called.
+func WithOnRetry(f func(RetryEvent)) Option {
+	return func(c *config) { c.onRetry = chain(c.onRetry, f) }
+}
 
 // WithOnWait calls f, synchronously, each time the pacing layer holds a
 // request back before sending it, and again when the reason changes: it
 // says why and for how long. f must be safe for concurrent use and quick.
-func WithOnWait(f func(WaitEvent)) Option { return func(c *config) { c.onWait = f } }
+func WithOnWait(f func(WaitEvent)) Option { return func(c *config) { c.onWait = chain(c.onWait, f) } }
+
+// WithOnAttempt calls f, synchronously, after each attempt sent to the
+// server, with what its response said (its status and its
+// ratelimit.Observation) or its transport error. f must be safe for
+// concurrent use and quick.
+func WithOnAttempt(f func(AttemptEvent)) Option {
+	return func(c *config) { c.onAttempt = chain(c.onAttempt, f) }
+}
+
+// WithOnDone calls f, synchronously, once a request has ended: with its
+// final status or error, how many attempts it took and how long it waited.
+// f must be safe for concurrent use and quick. WithOnAttempt and WithOnDone
+// are called by the retry layer: WithoutRetries leaves them silent.
+func WithOnDone(f func(DoneEvent)) Option { return func(c *config) { c.onDone = chain(c.onDone, f) } }
+
+// chain returns a hook that calls prev, then f (either may be nil).
+func chain[E any](prev, f func(E)) func(E) {
+	switch {
+	case f == nil:
+		return prev
+	case prev == nil:
+		return f
+	}
+	return func(e E) { prev(e); f(e) }
+}
 
 // WithStore sets where the pacing layer keeps each key's state (default: in
 // this process, pace.NewMemoryStore). A store shared by several processes

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/headway-go/headway/ratelimit"
+
 	"github.com/headway-go/headway/internal/decide"
 )
 
@@ -24,6 +26,38 @@ type RetryEvent struct {
 	// RetryAfter is the server's Retry-After, when it sent one.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+}
+
+// AttemptEvent describes one attempt sent to the server, as passed to
+// WithOnAttempt.
+type AttemptEvent struct {
+	// Request is the caller's request. It must not be modified.
+	Request *http.Request
+	// Key is the request's key (see WithKey); Attempt its number, from 1.
+	Key     string
+	Attempt int
+	// StatusCode is the response's status, 0 when the attempt ended in
+	// Err; Observation what its headers said about rate limits.
+	StatusCode  int
+	Observation ratelimit.Observation
+	Err         error
+}
+
+// DoneEvent describes a request that has ended, as passed to WithOnDone.
+type DoneEvent struct {
+	// Request is the caller's request. It must not be modified.
+	Request *http.Request
+	// Key is the request's key (see WithKey).
+	Key string
+	// StatusCode is the final response's status (0 when the request
+	// ended in Err); Err the error returned, if any.
+	StatusCode int
+	Err        error
+	// Attempts is how many attempts were sent (0: the request was held
+	// back and never sent); Throttled how many were answered 429; Waited
+	// the time spent waiting, by both layers.
+	Attempts, Throttled int
+	Waited              time.Duration
 }
 
 // WaitEvent describes a wait of the pacing layer before a request is sent,
@@ -65,4 +99,18 @@ func (c *config) report(ctx context.Context, ev RetryEvent) {
 		attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
 	}
 	c.logger.LogAttrs(ctx, slog.LevelDebug, "headway: retrying", attrs...)
+}
+
+// attempted reports an attempt to the WithOnAttempt hook.
+func (c *config) attempted(req *http.Request, key string, n int, a *attempt) {
+	c.onAttempt(AttemptEvent{Request: req, Key: key, Attempt: n, StatusCode: a.status, Observation: a.obs, Err: a.err})
+}
+
+// done reports a request's end to the WithOnDone hook.
+func (c *config) done(req *http.Request, key string, st *Stats, resp *http.Response, err error) {
+	ev := DoneEvent{Request: req, Key: key, Err: err, Attempts: st.Attempts, Throttled: st.Throttled, Waited: st.Waited}
+	if resp != nil {
+		ev.StatusCode = resp.StatusCode
+	}
+	c.onDone(ev)
 }

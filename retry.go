@@ -30,7 +30,7 @@ func (t *retryTransport) CloseIdleConnections() { decide.CloseIdle(t.next) }
 func (t *retryTransport) below() http.RoundTripper { return t.next }
 
 // RoundTrip implements http.RoundTripper.
-func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -38,6 +38,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := statsFrom(ctx)
 	c := t.c
 	key := c.key(req)
+	if c.onDone != nil {
+		if st == nil {
+			st = new(Stats) // to tell the hook, when the caller keeps none
+		}
+		defer func() { c.done(req, key, st, resp, err) }()
+	}
 	if c.budget != nil {
 		c.budget.Deposit(key)
 	}
@@ -60,6 +66,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			var d time.Duration
 			l, d, err = t.obs.hold(req)
 			waited += d
+			if st != nil {
+				st.Waited += d
+			}
 			if err != nil {
 				if n == 1 {
 					body.closeFirst()
@@ -78,6 +87,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		a := t.send(req, hdr, b, !safeAfterWrite, l)
+		if c.onAttempt != nil {
+			c.attempted(req, key, n, &a)
+		}
 		if st != nil {
 			st.Attempts++
 			if n > 1 {

@@ -771,3 +771,39 @@ func TestGiveUpErrorsKeepTimeouts(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	require.True(t, ue.Timeout())
 }
+
+// TestHooks: WithOnAttempt reports every attempt with what its response
+// said, WithOnDone each request's end once, and hooks given several times
+// all run.
+func TestHooks(t *testing.T) {
+	var attempts []AttemptEvent
+	var done []DoneEvent
+	var first, second int
+	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "1", "X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0"}}, ok200()},
+		WithOnAttempt(func(e AttemptEvent) { attempts = append(attempts, e) }),
+		WithOnDone(func(e DoneEvent) { done = append(done, e) }),
+		WithOnRetry(func(RetryEvent) { first++ }), WithOnRetry(func(RetryEvent) { second++ }))
+	resp, err, _ := h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Len(t, attempts, 2)
+	require.Equal(t, 429, attempts[0].StatusCode)
+	require.Equal(t, 1, attempts[0].Attempt)
+	require.Equal(t, "api.test", attempts[0].Key)
+	require.Len(t, attempts[0].Observation.Policies, 1)
+	require.EqualValues(t, 10, attempts[0].Observation.Policies[0].Limit)
+	require.Equal(t, 200, attempts[1].StatusCode)
+	require.Len(t, done, 1)
+	require.Equal(t, DoneEvent{Request: done[0].Request, Key: "api.test", StatusCode: 200, Attempts: 2, Throttled: 1, Waited: time.Second}, done[0])
+	require.Equal(t, 1, first)
+	require.Equal(t, 1, second)
+
+	// A request that fails reports its error.
+	done = nil
+	h = newHarness(t, []reply{{err: syscall.ECONNREFUSED}}, WithMaxAttempts(2), WithOnDone(func(e DoneEvent) { done = append(done, e) }))
+	_, err, _ = h.do(t, "GET", "")
+	require.Error(t, err)
+	require.Len(t, done, 1)
+	require.ErrorIs(t, done[0].Err, syscall.ECONNREFUSED)
+	require.Equal(t, 2, done[0].Attempts)
+}
