@@ -15,6 +15,8 @@ import (
 type RetryEvent struct {
 	// Request is the caller's request. It must not be modified.
 	Request *http.Request
+	// Key is the request's key (see WithKey).
+	Key string
 	// Attempt is the number of the attempt that just failed, from 1.
 	Attempt int
 	// StatusCode is the failed attempt's status, or 0 if it ended in Err.

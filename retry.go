@@ -147,7 +147,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			return giveUp(ReasonBudgetExhausted, 0)
 		}
 
-		t.retrying(req, n, &a, wait)
+		t.retrying(req, key, n, &a, wait)
 		spent, werr := a.discardWithin(ctx, c.clock, wait, throttled)
 		waited += spent
 		if st != nil {
@@ -239,8 +239,8 @@ func (t *retryTransport) gaveUp(req *http.Request, status, attempts int, reason 
 }
 
 // retrying reports a decision to retry to the hook and the logger.
-func (t *retryTransport) retrying(req *http.Request, n int, a *attempt, wait time.Duration) {
-	ev := RetryEvent{Request: req, Attempt: n, Err: a.err, Wait: wait}
+func (t *retryTransport) retrying(req *http.Request, key string, n int, a *attempt, wait time.Duration) {
+	ev := RetryEvent{Request: req, Key: key, Attempt: n, Err: a.err, Wait: wait}
 	if a.resp != nil {
 		ev.StatusCode = a.resp.StatusCode
 		ev.RetryAfter, ev.HasRetryAfter = a.obs.RetryAfter, a.obs.HasRetryAfter
