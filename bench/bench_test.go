@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func BenchmarkBreakdown(b *testing.B) {
 			c := doHTTP(&http.Client{Transport: rt})
 			b.ReportAllocs()
 			for b.Loop() {
-				if status, err := c(http.MethodGet, nil); err != nil || status != http.StatusOK {
+				if status, err := c(context.Background(), http.MethodGet, nil); err != nil || status != http.StatusOK {
 					b.Fatal(status, err)
 				}
 			}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -63,7 +64,7 @@ func overhead(p Peer, s Shape) (op, check func() error) {
 	rt := NewTransport(RateLimitHeader())
 	c := p.New(rt, 0)
 	op = func() error {
-		status, err := c(s.Method, s.Body)
+		status, err := c(context.Background(), s.Method, s.Body)
 		if err != nil || status != http.StatusOK {
 			return fmt.Errorf("%s %s: status %d, error %v", p.Name, s.Name, status, err)
 		}

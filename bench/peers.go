@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -41,39 +43,58 @@ const (
 	WaitMax    = headway.DefaultMaxDelay
 )
 
-// A Client sends one request of a benchmark and consumes its response: it
-// drains and closes the body (or, for resty, lets resty read and close it,
-// as it always does), and returns the status.
-type Client func(method string, body []byte) (int, error)
+// A Client sends one request and consumes its response: it drains and
+// closes the body (or, for resty, lets resty read and close it, as it
+// always does), and returns the status. ctx bounds the whole request,
+// retries included.
+type Client func(ctx context.Context, method string, body []byte) (int, error)
 
 // A Peer is one HTTP client under comparison.
 type Peer struct {
 	Name   string
 	Module string // the module it comes from, if not the standard library
-	// New returns a client sending through rt. wait, when not zero,
-	// replaces the backoff bounds (tests use it to retry at once).
+	// New returns a client sending through rt, configured alike for the
+	// overhead benchmarks (see MaxRetries, WaitMin, WaitMax). wait, when
+	// not zero, replaces the backoff bounds (tests use it to retry at
+	// once).
 	New func(rt http.RoundTripper, wait time.Duration) Client
+	// User returns a client sending through rt configured as a user of
+	// the library would write it, from its documentation: retries of 429
+	// and 5xx switched on where they are not by default, everything else
+	// the library's defaults. The goodput and outage simulations use it.
+	User func(rt http.RoundTripper) Client
+	// UserConfig says in a line how User configures the client.
+	UserConfig string
 }
 
 // Peers returns the clients compared, bare net/http first.
 func Peers() []Peer {
 	return []Peer{
-		{"net-http", "", newNetHTTP},
-		{"headway", "github.com/headway-go/headway", newHeadway},
-		{"go-retryablehttp", "github.com/hashicorp/go-retryablehttp", newRetryablehttp},
-		{"failsafe-go", "github.com/failsafe-go/failsafe-go", newFailsafe},
-		{"resty", "github.com/go-resty/resty/v2", newResty},
+		{"net-http", "", newNetHTTP, userNetHTTP,
+			"`&http.Client{Transport: rt}`: no retries, the baseline"},
+		{"headway", "github.com/headway-go/headway", newHeadway, userHeadway,
+			"`headway.NewTransport(rt)`: its defaults (4 attempts, 500ms..30s full-jitter backoff, Retry-After obeyed, " +
+				"retry budget of 10% + 10 per host, pacing); only its random source is seeded, so runs repeat"},
+		{"go-retryablehttp", "github.com/hashicorp/go-retryablehttp", newRetryablehttp, userRetryablehttp,
+			"`retryablehttp.NewClient()`: its defaults (RetryMax 4, so 5 attempts; 1s..30s exponential backoff, " +
+				"Retry-After obeyed on 429 and 503; retries 429 and 5xx but 501), `Logger = nil`"},
+		{"failsafe-go", "github.com/failsafe-go/failsafe-go", newFailsafe, userFailsafe,
+			"`failsafehttp.NewRoundTripper(rt, failsafehttp.NewRetryPolicyBuilder().WithBackoff(time.Second, 30*time.Second).WithMaxRetries(3).Build())`, " +
+				"as its HTTP documentation writes it (4 attempts; Retry-After obeyed on 429 and 503; retries 429 and 5xx but 501)"},
+		{"resty", "github.com/go-resty/resty/v2", newResty, userResty,
+			"`resty.New().SetRetryCount(3)` with a retry condition for 429 and 5xx but 501 (resty retries no status by default): " +
+				"4 attempts, its default 100ms..2s jittered backoff, Retry-After not read"},
 	}
 }
 
 // newRequest builds a request as a caller would: http.NewRequest with a
 // *bytes.Reader for a body, so that GetBody is set and it can be replayed.
-func newRequest(method string, body []byte) (*http.Request, error) {
+func newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	return http.NewRequest(method, URL, r)
+	return http.NewRequestWithContext(ctx, method, URL, r)
 }
 
 // consume drains and closes resp's body.
@@ -89,8 +110,8 @@ func consume(resp *http.Response, err error) (int, error) {
 }
 
 func doHTTP(c *http.Client) Client {
-	return func(method string, body []byte) (int, error) {
-		req, err := newRequest(method, body)
+	return func(ctx context.Context, method string, body []byte) (int, error) {
+		req, err := newRequest(ctx, method, body)
 		if err != nil {
 			return 0, err
 		}
@@ -127,12 +148,16 @@ func newRetryablehttp(rt http.RoundTripper, wait time.Duration) Client {
 	if wait > 0 {
 		c.RetryWaitMin, c.RetryWaitMax = wait, wait
 	}
-	return func(method string, body []byte) (int, error) {
+	return doRetryablehttp(c)
+}
+
+func doRetryablehttp(c *retryablehttp.Client) Client {
+	return func(ctx context.Context, method string, body []byte) (int, error) {
 		var b any
 		if body != nil {
 			b = bytes.NewReader(body)
 		}
-		req, err := retryablehttp.NewRequest(method, URL, b)
+		req, err := retryablehttp.NewRequestWithContext(ctx, method, URL, b)
 		if err != nil {
 			return 0, err
 		}
@@ -165,18 +190,31 @@ func newResty(rt http.RoundTripper, wait time.Duration) Client {
 		SetRetryCount(MaxRetries).
 		SetRetryWaitTime(WaitMin).
 		SetRetryMaxWaitTime(WaitMax).
-		AddRetryCondition(func(r *resty.Response, err error) bool {
-			if err != nil || r == nil {
-				return err != nil
-			}
-			s := r.StatusCode()
-			return s == http.StatusTooManyRequests || s >= 500 && s != http.StatusNotImplemented
-		})
+		AddRetryCondition(restyRetry429And5xx)
 	if wait > 0 {
 		c.SetRetryWaitTime(wait).SetRetryMaxWaitTime(wait)
 	}
-	return func(method string, body []byte) (int, error) {
+	return doResty(c)
+}
+
+// restyRetry429And5xx is the retry condition a resty user adds: resty
+// retries only some transport errors by default.
+func restyRetry429And5xx(r *resty.Response, err error) bool {
+	if err != nil || r == nil {
+		return err != nil
+	}
+	s := r.StatusCode()
+	return s == http.StatusTooManyRequests || s >= 500 && s != http.StatusNotImplemented
+}
+
+func doResty(c *resty.Client) Client {
+	return func(ctx context.Context, method string, body []byte) (int, error) {
 		r := c.R()
+		if ctx != context.Background() {
+			// Not for the overhead benchmarks: resty clones the
+			// request to set its context.
+			r.SetContext(ctx)
+		}
 		if body != nil {
 			r.SetBody(body)
 		}
@@ -186,4 +224,32 @@ func newResty(rt http.RoundTripper, wait time.Duration) Client {
 		}
 		return resp.StatusCode(), nil
 	}
+}
+
+// The User constructors: each library as its documentation has a user
+// write it, for the simulations (see Peer.User and UserConfig).
+
+func userNetHTTP(rt http.RoundTripper) Client { return doHTTP(&http.Client{Transport: rt}) }
+
+func userHeadway(rt http.RoundTripper) Client {
+	return doHTTP(&http.Client{Transport: headway.NewTransport(rt, headway.WithRandSource(rand.NewPCG(1, 2)))})
+}
+
+func userRetryablehttp(rt http.RoundTripper) Client {
+	c := retryablehttp.NewClient()
+	c.HTTPClient.Transport = rt
+	c.Logger = nil
+	return doRetryablehttp(c)
+}
+
+func userFailsafe(rt http.RoundTripper) Client {
+	policy := failsafehttp.NewRetryPolicyBuilder().
+		WithBackoff(time.Second, 30*time.Second).
+		WithMaxRetries(3).
+		Build()
+	return doHTTP(&http.Client{Transport: failsafehttp.NewRoundTripper(rt, policy)})
+}
+
+func userResty(rt http.RoundTripper) Client {
+	return doResty(resty.New().SetTransport(rt).SetRetryCount(3).AddRetryCondition(restyRetry429And5xx))
 }

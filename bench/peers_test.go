@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -90,7 +91,7 @@ func TestPeersRetry503(t *testing.T) {
 				t.Parallel()
 				rt := NewTransport(RateLimitHeader()).FailFirst(1, http.StatusServiceUnavailable)
 				c := p.New(rt, time.Millisecond)
-				status, err := c(s.Method, s.Body)
+				status, err := c(context.Background(), s.Method, s.Body)
 				wantStatus, wantAttempts := 200, int64(2)
 				if p.Name == "net-http" {
 					wantStatus, wantAttempts = 503, 1
@@ -120,7 +121,7 @@ func TestPeersGiveUp(t *testing.T) {
 			t.Parallel()
 			rt := NewTransport(nil).FailFirst(100, http.StatusServiceUnavailable)
 			c := p.New(rt, time.Millisecond)
-			c(http.MethodGet, nil) // peers differ: the last 503, or an error
+			c(context.Background(), http.MethodGet, nil) // peers differ: the last 503, or an error
 			if got, want := rt.Requests(), int64(1+MaxRetries); got != want {
 				t.Errorf("%d attempts, want %d", got, want)
 			}
