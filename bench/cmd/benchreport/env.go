@@ -23,7 +23,8 @@ type Env struct {
 	Modules    map[string]string // module path -> version, of the peers
 	Count      int
 	Benchtime  time.Duration
-	Elapsed    time.Duration
+	Elapsed    time.Duration // of the benchmarks
+	SimElapsed time.Duration // of the simulations
 }
 
 func readEnv() Env {

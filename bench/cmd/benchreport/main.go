@@ -1,20 +1,28 @@
-// Command benchreport runs headway's overhead and header-parsing benchmarks
-// next to its peers' and writes the results to docs/BENCHMARKS.md and
-// docs/benchmarks.svg. From the repository root:
+// Command benchreport runs headway next to its peers, in simulations of
+// rate-limited and failing APIs and in overhead and header-parsing
+// benchmarks, and writes the results to docs/BENCHMARKS.md and its charts
+// (docs/benchmarks.svg, docs/goodput.svg, docs/outage.svg). From the
+// repository root:
 //
 //	cd bench && go run ./cmd/benchreport
 //
-// It runs every benchmark of package bench in-process (testing.Benchmark),
-// -count times each, interleaved (one run of each benchmark per round, so
-// that a slow patch of the machine touches all of them alike), and reports
-// medians with 95% confidence intervals, as benchstat does. That takes about
-// two minutes. Flags:
+// First the simulations, in virtual time (testing/synctest, each run in a
+// bubble of its own): goodput against ratelimittest for every algorithm,
+// dialect and peer (-simruns runs each, medians reported), then the outage
+// runs (amplification, recovery). Then every benchmark of package bench
+// in-process (testing.Benchmark), -count times each, interleaved (one run of
+// each benchmark per round, so that a slow patch of the machine touches all
+// of them alike), reported as medians with 95% confidence intervals, as
+// benchstat does. That takes about four minutes. Flags:
 //
 //	-count N        runs per benchmark (default 10; 6 or more give intervals)
 //	-benchtime D    duration of one run (default 500ms)
-//	-run REGEXP     only the benchmarks matching REGEXP; prints, writes nothing
-//	-docs DIR       where to write BENCHMARKS.md and benchmarks.svg (default: bench/../docs)
-//	-raw FILE       also write the runs in go test's format, for benchstat
+//	-simruns N      runs per goodput case (default 5)
+//	-run REGEXP     only the benchmarks and simulations matching REGEXP
+//	                (Overhead/..., Parse/..., Goodput/<algorithm>/<dialect>/<peer>,
+//	                Outage/amplification/<peer>, Outage/recovery/<peer>); prints, writes nothing
+//	-docs DIR       where to write BENCHMARKS.md and the charts (default: bench/../docs)
+//	-raw FILE       also write the benchmark runs in go test's format, for benchstat
 //
 // The same benchmarks run under go test (cd bench && go test -bench .
 // -benchmem ./...), which is also the way to profile one of them.
@@ -42,9 +50,10 @@ func main() {
 	benchtime := fs.Duration("benchtime", 500*time.Millisecond, "duration of one run")
 	run := fs.String("run", "", "run only the benchmarks matching this regexp, and write nothing")
 	docs := fs.String("docs", filepath.Join(benchDir(), "..", "docs"), "directory to write BENCHMARKS.md and benchmarks.svg into")
-	raw := fs.String("raw", "", "also write every run to this file in go test's format (for benchstat)")
+	raw := fs.String("raw", "", "also write every benchmark run to this file in go test's format (for benchstat)")
+	simruns := fs.Int("simruns", 5, "runs per goodput simulation")
 	fs.Parse(os.Args[1:])
-	if fs.NArg() > 0 || *count < 1 || *benchtime <= 0 {
+	if fs.NArg() > 0 || *count < 1 || *benchtime <= 0 || *simruns < 1 {
 		fs.Usage()
 		os.Exit(2)
 	}
@@ -56,13 +65,13 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := mainErr(*count, *benchtime, filter, *docs, *raw); err != nil {
+	if err := mainErr(*count, *simruns, *benchtime, filter, *docs, *raw); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(count int, benchtime time.Duration, filter *regexp.Regexp, docs, raw string) error {
+func mainErr(count, simruns int, benchtime time.Duration, filter *regexp.Regexp, docs, raw string) error {
 	// testing.Benchmark reads its duration from the testing package's
 	// flags, which exist once testing.Init has run.
 	testing.Init()
@@ -70,7 +79,7 @@ func mainErr(count int, benchtime time.Duration, filter *regexp.Regexp, docs, ra
 		return err
 	}
 	if filter == nil {
-		// Fail before two minutes of benchmarks, not after.
+		// Fail before minutes of simulations and benchmarks, not after.
 		if err := os.MkdirAll(docs, 0o755); err != nil {
 			return err
 		}
@@ -82,12 +91,17 @@ func mainErr(count int, benchtime time.Duration, filter *regexp.Regexp, docs, ra
 			bms = append(bms, bm)
 		}
 	}
-	if len(bms) == 0 {
-		return fmt.Errorf("no benchmark matches -run %s", filter)
-	}
 
 	env := readEnv()
 	env.Count, env.Benchtime = count, benchtime
+	sims, err := runSims(filter, simruns)
+	if err != nil {
+		return err
+	}
+	if len(bms) == 0 && !sims.Any() {
+		return fmt.Errorf("no benchmark or simulation matches -run %s", filter)
+	}
+	env.SimElapsed = sims.Elapsed
 	res := newResults(bms)
 	start := time.Now()
 	for round := 1; round <= count; round++ {
@@ -130,18 +144,24 @@ func mainErr(count int, benchtime time.Duration, filter *regexp.Regexp, docs, ra
 		}
 	}
 	if filter != nil {
-		writeSummary(os.Stdout, res)
+		writeSummary(os.Stdout, res, sims)
 		return nil
 	}
-	md := filepath.Join(docs, "BENCHMARKS.md")
-	svg := filepath.Join(docs, "benchmarks.svg")
-	if err := writeFile(md, func(w io.Writer) error { return writeMarkdown(w, res, env) }); err != nil {
-		return err
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"BENCHMARKS.md", func(w io.Writer) error { return writeMarkdown(w, res, sims, env) }},
+		{"benchmarks.svg", func(w io.Writer) error { return writeSVG(w, res, env) }},
+		{"goodput.svg", func(w io.Writer) error { return writeGoodputSVG(w, sims, env) }},
+		{"outage.svg", func(w io.Writer) error { return writeOutageSVG(w, sims, env) }},
 	}
-	if err := writeFile(svg, func(w io.Writer) error { return writeSVG(w, res, env) }); err != nil {
-		return err
+	for _, f := range files {
+		if err := writeFile(filepath.Join(docs, f.name), f.write); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s and %s in %v\n", md, svg, env.Elapsed.Round(time.Second))
+	fmt.Fprintf(os.Stderr, "wrote BENCHMARKS.md and its charts to %s in %v\n", docs, (env.SimElapsed + env.Elapsed).Round(time.Second))
 	return nil
 }
 
