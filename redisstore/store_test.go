@@ -1,0 +1,472 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/pace"
+	"github.com/headway-go/headway/pace/pacetest"
+)
+
+// TestStoreConformance runs pace's store conformance suite against a real
+// Redis, on Redis's own clock (states expire by PX), failing closed with a
+// generous timeout so that a slow machine shows as an error rather than as
+// a silent fallback; and once more with the default options.
+//
+// The suite's clock is the real one in its Expiry subtest, and frozen at the
+// subtest's start in the others: KeysIsolated and OddKeys build the state
+// they expect again after writing it, Expires included, so on a clock that
+// moves between the two they expect an Expires a little later than the one
+// written (a defect of pacetest's real-clock mode). States that must not
+// expire live an hour, so a frozen reading does not change what Redis keeps.
+func TestStoreConformance(t *testing.T) {
+	requireRedis(t)
+	client := sharedRedis.client(t)
+	var (
+		mu     sync.Mutex
+		frozen time.Time // zero: the real clock
+	)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if frozen.IsZero() {
+			return time.Now()
+		}
+		return frozen
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"FailClosed", []Option{WithFailClosed(), WithTimeout(5 * time.Second)}},
+		{"Defaults", []Option{WithTimeout(time.Second)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pacetest.TestStore(t, func(t *testing.T) pace.Store {
+				mu.Lock()
+				frozen = time.Now()
+				if strings.HasSuffix(t.Name(), "/Expiry") {
+					frozen = time.Time{}
+				}
+				mu.Unlock()
+				prefix := "conformance:" + t.Name() + ":"
+				require.NoError(t, deleteKeys(client, prefix))
+				t.Cleanup(func() { deleteKeys(client, prefix) })
+				s := New(client, append([]Option{WithPrefix(prefix)}, tc.opts...)...)
+				t.Cleanup(func() {
+					if m := s.Mode(); m != Shared {
+						t.Errorf("the store fell back from Redis during the suite (mode %v)", m)
+					}
+				})
+				return s
+			}, pacetest.WithClock(now, nil), pacetest.WithExpiry(300*time.Millisecond, 3*time.Second))
+		})
+	}
+}
+
+// TestStoresShareState: two stores (two processes) on one Redis see each
+// other's writes, and a swap at a version the other has moved past fails.
+func TestStoresShareState(t *testing.T) {
+	requireRedis(t)
+	prefix := "share:" + t.Name() + ":"
+	a := New(sharedRedis.client(t), WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
+	b := New(sharedRedis.client(t), WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	ok, err := a.CompareAndSwap(ctx, "api.example.com", 0, pace.State{Seq: 1, Expires: exp})
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, err := b.Load(ctx, "api.example.com")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), got.Version)
+	require.Equal(t, uint64(1), got.Seq)
+
+	ok, err = b.CompareAndSwap(ctx, "api.example.com", 1, pace.State{Seq: 2, Expires: exp})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = a.CompareAndSwap(ctx, "api.example.com", 1, pace.State{Seq: 99, Expires: exp})
+	require.NoError(t, err)
+	require.False(t, ok, "a swap at a version another process has moved past must fail")
+
+	// Three stores, 16 goroutines each, incrementing one key: serialized
+	// within each store, compare-and-swap between them.
+	stores := []*Store{a, b, New(sharedRedis.client(t), WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))}
+	var wg sync.WaitGroup
+	errs := make(chan error, 48)
+	for _, s := range stores {
+		for range 16 {
+			wg.Go(func() {
+				for range 10 {
+					for {
+						err := pace.Apply(ctx, s, "counter", func(st *pace.State) error {
+							st.Seq++
+							st.Expires = exp
+							return nil
+						})
+						if errors.Is(err, pace.ErrConflict) {
+							continue
+						}
+						if err != nil {
+							errs <- err
+						}
+						break
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, err = a.Load(ctx, "counter")
+	require.NoError(t, err)
+	require.Equal(t, uint64(480), got.Seq, "3 stores x 16 goroutines x 10 increments")
+	require.Equal(t, uint64(480), got.Version)
+}
+
+// TestRedisKeys: the Redis key is the prefix and the hex SHA-256 of the
+// pacing key in a hash tag; never the key itself, which may be secret.
+func TestRedisKeys(t *testing.T) {
+	s := New(nil)
+	secret := "https://api.example.com/v1?api_key=sk_live_SECRET"
+	sum := sha256.Sum256([]byte(secret))
+	require.Equal(t, "headway:pace:{"+hex.EncodeToString(sum[:])+"}", s.RedisKey(secret))
+	require.NotContains(t, s.RedisKey(secret), "SECRET")
+	require.Equal(t, "x:{"+hex.EncodeToString(sha256.New().Sum(nil))+"}", New(nil, WithPrefix("x:")).RedisKey(""))
+	require.NotEqual(t, s.RedisKey("a"), s.RedisKey("b"))
+
+	if skipRedis != "" {
+		return
+	}
+	// Nothing of the key reaches Redis's keys.
+	prefix := "keys:" + t.Name() + ":"
+	client := sharedRedis.client(t)
+	s = New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
+	ok, err := s.CompareAndSwap(context.Background(), secret, 0, pace.State{Seq: 1, Expires: time.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	require.True(t, ok)
+	t.Cleanup(func() { deleteKeys(client, prefix) })
+	keys, err := client.Keys(context.Background(), escapeGlob(prefix)+"*").Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{s.RedisKey(secret)}, keys)
+	slot, err := client.ClusterKeySlot(context.Background(), s.RedisKey(secret)).Result()
+	if err == nil { // CLUSTER KEYSLOT works on a server without cluster mode too
+		require.Equal(t, clusterSlot(hex.EncodeToString(sum[:])), slot, "the hash tag decides the slot")
+	}
+}
+
+// clusterSlot is Redis Cluster's CRC16 slot of key.
+func clusterSlot(key string) int64 {
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int64(crc % 16384)
+}
+
+func TestTTL(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		expires time.Time
+		want    int64
+	}{
+		{now.Add(time.Second), 1000},
+		{now.Add(time.Second + 1), 1001}, // rounded up
+		{now.Add(time.Millisecond), 1},
+		{now.Add(1), 1},
+		{now, 1},                                          // never 0: Redis refuses PX 0
+		{now.Add(-time.Hour), 1},                          // expired: gone at once
+		{time.Time{}, pace.DefaultIdleTTL.Milliseconds()}, // pace always sets one
+		{now.Add(100 * 365 * 24 * time.Hour), (100 * 365 * 24 * time.Hour).Milliseconds()},
+	} {
+		require.Equal(t, tc.want, ttlMillis(tc.expires, now), "expires %v", tc.expires)
+	}
+}
+
+func TestEncoding(t *testing.T) {
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	full := pacetest.FullState(base, time.Hour)
+	val, err := encode(7, base, full)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(val, fmt.Sprintf("7:%d:{", base.UnixMilli())), "version, written, JSON: %.40s", val)
+	got, ok := decode(val)
+	require.True(t, ok)
+	full.Version = 7
+	require.Equal(t, pacetest.Normalize(full), pacetest.Normalize(got))
+
+	// JSON cannot hold a float that is not finite: gob can.
+	odd := pace.State{Seq: 3, Adaptive: pace.Adaptive{Max: math.Inf(1), Measured: math.NaN()}, Expires: base}
+	val, err = encode(12, base, odd)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(val, fmt.Sprintf("12:%d:g", base.UnixMilli())), "%.40s", val)
+	got, ok = decode(val)
+	require.True(t, ok)
+	require.Equal(t, uint64(12), got.Version)
+	require.Equal(t, uint64(3), got.Seq)
+	require.True(t, math.IsInf(got.Adaptive.Max, 1))
+	require.True(t, math.IsNaN(got.Adaptive.Measured))
+	require.True(t, got.Expires.Equal(base))
+
+	// What the Lua script reads as version 0 (missing, unreadable), decode
+	// reads as version 0; an unreadable state keeps its version, so that
+	// the next swap replaces it.
+	for _, tc := range []struct {
+		val     string
+		version uint64
+		ok      bool
+	}{
+		{"", 0, true},
+		{"garbage", 0, false},
+		{":{}", 0, false},
+		{"-1:{}", 0, false},
+		{"1x:{}", 0, false},
+		{"123456789012345678901:{}", 0, false}, // 21 digits
+		{"5:not json", 5, false},
+		{"5:{broken", 5, false},
+		{"5:gnot gob", 5, false},
+		{"5:{}", 5, true},
+		{"5:1893456000000:{}", 5, true},
+		{"5:1893456000000:x", 5, false},
+		{"5:18934x:{}", 5, false},
+	} {
+		got, ok := decode(tc.val)
+		require.Equal(t, tc.ok, ok, "decode(%q)", tc.val)
+		require.Equal(t, pace.State{Version: tc.version}, pacetest.Normalize(got), "decode(%q)", tc.val)
+	}
+}
+
+// TestScriptReadsVersions checks the Lua script's reading of versions
+// against decode's, on values written behind the store's back.
+func TestScriptReadsVersions(t *testing.T) {
+	requireRedis(t)
+	prefix := "script:" + t.Name() + ":"
+	client := sharedRedis.client(t)
+	t.Cleanup(func() { deleteKeys(client, prefix) })
+	s := New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
+	ctx := context.Background()
+	exp := time.Now().Add(time.Minute)
+	for i, raw := range []string{"garbage", "5:not json", "9007199254740993:{}", "5:{\"seq\":3}", "6:1893456000000:{\"seq\":3}"} {
+		key := fmt.Sprint("k", i)
+		require.NoError(t, client.Set(ctx, s.RedisKey(key), raw, time.Minute).Err())
+		st, err := s.Load(ctx, key)
+		require.NoError(t, err)
+		ok, err := s.CompareAndSwap(ctx, key, st.Version+1, pace.State{Expires: exp})
+		require.NoError(t, err)
+		require.False(t, ok, "%q: a swap at another version than Load's must fail", raw)
+		ok, err = s.CompareAndSwap(ctx, key, st.Version, pace.State{Seq: 42, Expires: exp})
+		require.NoError(t, err)
+		require.True(t, ok, "%q: a swap at the version Load returned (%d) must succeed", raw, st.Version)
+		st2, err := s.Load(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, st.Version+1, st2.Version)
+		require.Equal(t, uint64(42), st2.Seq)
+		ttl, err := client.PTTL(ctx, s.RedisKey(key)).Result()
+		require.NoError(t, err)
+		require.InDelta(t, float64(time.Minute), float64(ttl), float64(5*time.Second), "the key expires with the state")
+	}
+}
+
+// TestForgetStale: when Redis returns, the states of the keys used during
+// the outage that were last written before it began are deleted; those
+// written since are kept.
+func TestForgetStale(t *testing.T) {
+	requireRedis(t)
+	prefix := "stale:" + t.Name() + ":"
+	client := sharedRedis.client(t)
+	t.Cleanup(func() { deleteKeys(client, prefix) })
+	s := New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
+	ctx := context.Background()
+	began := time.Now()
+	exp := began.Add(time.Hour)
+	write := func(key string, at time.Time) {
+		s.now = func() time.Time { return at }
+		defer func() { s.now = time.Now }()
+		ok, err := s.CompareAndSwap(ctx, key, 0, pace.State{Seq: 1, Expires: exp})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	write("before", began.Add(-time.Second))
+	write("after", began.Add(time.Second))
+	write("untouched", began.Add(-time.Second))
+	o := &outage{since: began}
+	for _, k := range []string{"before", "after", "missing"} {
+		o.note(s.RedisKey(k))
+	}
+	s.forgetStale(o, 5*time.Second)
+	for k, version := range map[string]uint64{"before": 0, "after": 1, "missing": 0, "untouched": 1} {
+		st, err := s.Load(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, version, st.Version, "key %q", k)
+	}
+}
+
+func TestModeAndErrors(t *testing.T) {
+	require.Equal(t, "shared", Shared.String())
+	require.Equal(t, "local", Local.String())
+	require.Equal(t, "unavailable", Unavailable.String())
+	require.Equal(t, "Mode(9)", Mode(9).String())
+
+	cause := &TimeoutError{Op: "load", After: 50 * time.Millisecond}
+	var err error = fmt.Errorf("headway: pacing state of api.example.com: %w",
+		&UnavailableError{Err: cause, Since: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)})
+	require.ErrorIs(t, err, ErrUnavailable)
+	var ue *UnavailableError
+	require.ErrorAs(t, err, &ue)
+	var te *TimeoutError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "load", te.Op)
+	require.True(t, te.Timeout())
+	require.Contains(t, err.Error(), "redisstore: redis unavailable since 2030-01-02T03:04:05Z: redis load: no answer within 50ms")
+
+	require.Equal(t, "redisstore: shared -> local: boom", Event{From: Shared, To: Local, Err: errors.New("boom")}.String())
+	require.Equal(t, "redisstore: local -> shared: redis is back after 1.5s", Event{From: Local, To: Shared, Outage: 1500 * time.Millisecond}.String())
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	port, err := freePort()
+	require.NoError(t, err)
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// TestFailOpenWithoutRedis: with nothing listening, the first call falls
+// back at once (connection refused), the switch is reported, later calls
+// never touch Redis, and pacing goes on in the fallback.
+func TestFailOpenWithoutRedis(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer client.Close()
+	calls := &countHook{}
+	client.AddHook(calls)
+	var mu sync.Mutex
+	var events []Event
+	s := New(client, WithRetryInterval(time.Hour), WithOnSwitch(func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}))
+	ctx := context.Background()
+	require.Equal(t, Shared, s.Mode())
+	st, err := s.Load(ctx, "k")
+	require.NoError(t, err, "failing open, Load falls back")
+	require.Equal(t, Local, s.Mode())
+	require.Len(t, events, 1)
+	require.Equal(t, Shared, events[0].From)
+	require.Equal(t, Local, events[0].To)
+	require.Error(t, events[0].Err)
+	require.NotZero(t, st.Version&localTag, "a fallback version is told from Redis's")
+
+	before := calls.n()
+	exp := time.Now().Add(time.Minute)
+	ok, err := s.CompareAndSwap(ctx, "k", st.Version, pace.State{Seq: 5, Expires: exp})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.CompareAndSwap(ctx, "k", 0, pace.State{Seq: 6, Expires: exp})
+	require.NoError(t, err)
+	require.False(t, ok, "a Redis version is not valid in the fallback")
+	require.NoError(t, pace.Apply(ctx, s, "k", func(st *pace.State) error { st.Seq++; return nil }))
+	st, err = s.Load(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), st.Seq)
+	require.Equal(t, before, calls.n(), "while the circuit is open, nothing goes to Redis (retry interval: an hour)")
+	require.Len(t, events, 1)
+}
+
+// TestFailClosedWithoutRedis: failing closed, every call fails with an
+// *UnavailableError, the first after one attempt, the others at once.
+func TestFailClosedWithoutRedis(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer client.Close()
+	calls := &countHook{}
+	client.AddHook(calls)
+	s := New(client, WithFailClosed(), WithRetryInterval(time.Hour))
+	ctx := context.Background()
+	_, err := s.Load(ctx, "k")
+	var ue *UnavailableError
+	require.ErrorAs(t, err, &ue)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Equal(t, Unavailable, s.Mode())
+	n := calls.n()
+	_, err = s.CompareAndSwap(ctx, "k", 0, pace.State{})
+	require.ErrorIs(t, err, ErrUnavailable)
+	err = pace.Apply(ctx, s, "k", func(*pace.State) error { return nil })
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Equal(t, n, calls.n(), "while the circuit is open, nothing goes to Redis")
+}
+
+// TestCallerContext: the caller's own cancelled context is the caller's
+// error, not Redis's: the store does not fall back.
+func TestCallerContext(t *testing.T) {
+	requireRedis(t)
+	s := New(sharedRedis.client(t), WithPrefix("ctx:"+t.Name()+":"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Load(ctx, "k")
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.CompareAndSwap(ctx, "k", 0, pace.State{})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, s.UpdateInPlace(ctx, "k", func(*pace.State) error { return nil }), context.Canceled)
+	require.Equal(t, Shared, s.Mode())
+}
+
+func TestKeyLocks(t *testing.T) {
+	var l keyLocks
+	l.m = map[string]*keyLock{}
+	unlock, err := l.lock(context.Background(), "a")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = l.lock(ctx, "a")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a held lock is waited for until the context ends")
+	other, err := l.lock(context.Background(), "b")
+	require.NoError(t, err, "keys do not share locks")
+	other()
+	unlock()
+	unlock, err = l.lock(context.Background(), "a")
+	require.NoError(t, err)
+	unlock()
+	require.Empty(t, l.m, "locks nobody holds are forgotten")
+}
+
+// countHook counts the commands a client sends.
+type countHook struct {
+	mu    sync.Mutex
+	count int
+}
+
+func (h *countHook) n() int { h.mu.Lock(); defer h.mu.Unlock(); return h.count }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.count++
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
