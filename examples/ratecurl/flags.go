@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/headway-go/headway"
 	"github.com/headway-go/headway/internal/explain"
+	"github.com/headway-go/headway/redisstore"
 )
 
 const usageHead = `usage: ratecurl [flags] URL
@@ -26,6 +29,11 @@ With -n 1 the response body goes to stdout; with -n > 1 bodies are discarded
 and a summary goes to stderr; -json prints one JSON summary on stdout.
 ratecurl -explain < head.txt sends nothing: it reads a response head and
 prints what its rate-limit headers say.
+With -redis, ratecurl keeps its pacing state in Redis, so that several
+ratecurl processes (on one machine or many) that call one API pace as one
+client against its quota. If Redis is slow (-redis-timeout) or down, each
+goes on pacing alone and returns to Redis when it answers; -v says when.
+
 Exit status: 0 if every request ended with a response neither 429 nor 5xx,
 1 otherwise, 2 on bad usage. Flags may also follow the URL.
 
@@ -51,6 +59,9 @@ type options struct {
 	noPace      bool
 	idemKeys    bool
 	timeout     time.Duration
+	redis       *redis.Options // -redis, nil without
+	redisURL    string
+	redisWait   time.Duration // -redis-timeout
 	verbose     bool
 	json        bool
 	explain     bool
@@ -74,6 +85,21 @@ func (o *options) headwayOptions() []headway.Option {
 		opts = append(opts, headway.WithIdempotencyKeys())
 	}
 	return opts
+}
+
+// redactRedisURL hides the password of a Redis URL, for messages.
+func redactRedisURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if i := strings.LastIndex(rest, "@"); ok && i >= 0 {
+		return scheme + "://xxxxx" + rest[i:]
+	}
+	if i := strings.LastIndex(raw, "@"); i >= 0 {
+		return "xxxxx" + raw[i:]
+	}
+	return raw
 }
 
 // stringList is a repeatable string flag.
@@ -121,6 +147,10 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 	fs.BoolVar(&o.idemKeys, "idempotency-keys", false,
 		"give each POST or PATCH its own random Idempotency-Key (the same on its retries), so it may be retried after a 5xx; -H sends one key to all")
 	fs.DurationVar(&o.timeout, "timeout", 0, "overall timeout of each request, retries and body included (0: none)")
+	fs.StringVar(&o.redisURL, "redis", "",
+		"share the pacing state with other ratecurl processes through Redis at `URL` (redis://[user:password@]host:port[/db], or rediss://)")
+	fs.DurationVar(&o.redisWait, "redis-timeout", redisstore.DefaultTimeout,
+		"longest wait for Redis; past it, or with Redis down, ratecurl paces alone until Redis answers again")
 	fs.BoolVar(&o.verbose, "v", false, "print a line on stderr for every retry and every finished request")
 	fs.BoolVar(&o.json, "json", false, "print one JSON summary on stdout and nothing else")
 	fs.BoolVar(&o.explain, "explain", false,
@@ -167,6 +197,15 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 	}
 	if o.timeout < 0 {
 		return nil, usagef("-timeout must not be negative, got %v", o.timeout)
+	}
+	if o.redisWait <= 0 {
+		return nil, usagef("-redis-timeout must be positive, got %v", o.redisWait)
+	}
+	if o.redisURL != "" {
+		if o.redis, err = redis.ParseURL(o.redisURL); err != nil {
+			safe := redactRedisURL(o.redisURL)
+			return nil, usagef("bad -redis %q: %s", safe, strings.ReplaceAll(err.Error(), o.redisURL, safe))
+		}
 	}
 	if o.jitter, err = headway.ParseJitter(jitter); err != nil {
 		return nil, usagef("bad -jitter %q: want full, equal, decorrelated or none", jitter)

@@ -22,6 +22,13 @@
 // Times are relative to the head's Date header when it has one, so a head
 // captured long ago is explained as it was meant when it was sent.
 //
+// With -redis, several ratecurl processes that call one API share their
+// pacing state through Redis (package redisstore) and pace as one client
+// against its quota; if Redis is slow or down, each paces alone until it
+// answers again (-v says when):
+//
+//	ratecurl -redis redis://localhost:6379 -json -n 100 -c 8 https://api.example.com/items
+//
 // The exit status is 0 when every request ended with a response that is
 // neither a 429 nor a 5xx, 1 otherwise, and 2 on bad usage.
 //

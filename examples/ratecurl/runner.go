@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/redisstore"
 )
 
 // runner sends the requests through one shared headway client.
@@ -20,6 +23,7 @@ type runner struct {
 	stdout io.Writer // receives the body of a single request without -json
 	client *http.Client
 	base   *http.Transport
+	rdb    *redis.Client // -redis
 }
 
 func newRunner(o *options, con *console, stdout io.Writer) *runner {
@@ -32,12 +36,53 @@ func newRunner(o *options, con *console, stdout io.Writer) *runner {
 	if o.verbose {
 		opts = append(opts, headway.WithOnRetry(r.onRetry), headway.WithOnWait(r.onWait))
 	}
+	if o.redis != nil {
+		opts = append(opts, headway.WithStore(r.redisStore()))
+	}
 	r.client = &http.Client{Transport: headway.NewTransport(r.base, opts...)}
 	return r
 }
 
-// close releases the client's idle connections.
-func (r *runner) close() { r.client.CloseIdleConnections() }
+// close releases the client's idle connections, and Redis's.
+func (r *runner) close() {
+	r.client.CloseIdleConnections()
+	if r.rdb != nil {
+		r.rdb.Close()
+	}
+}
+
+// redisStore returns the pacing store of -redis: the state in Redis, shared
+// with every ratecurl that uses it; this process's alone while Redis is
+// slow or down.
+func (r *runner) redisStore() *redisstore.Store {
+	ro := *r.o.redis
+	// The store bounds each call by -redis-timeout; let go-redis drop a
+	// connection it gave up on at once rather than at its read timeout.
+	ro.ContextTimeoutEnabled = true
+	redis.SetLogger(quietRedis{}) // it would log each failed dial on stderr
+	r.rdb = redis.NewClient(&ro)
+	opts := []redisstore.Option{redisstore.WithTimeout(r.o.redisWait)}
+	if r.o.verbose {
+		opts = append(opts, redisstore.WithOnSwitch(r.onSwitch))
+	}
+	return redisstore.New(r.rdb, opts...)
+}
+
+// quietRedis is a go-redis logger that says nothing: -v reports what
+// matters, the switches.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// onSwitch prints one line each time the pacing state moves between Redis
+// and this process, for -v.
+func (r *runner) onSwitch(ev redisstore.Event) {
+	if ev.To == redisstore.Shared {
+		r.con.printf("ratecurl: pacing state: redis is back after %v, shared again", ev.Outage.Round(time.Millisecond))
+		return
+	}
+	r.con.printf("ratecurl: pacing state: redis unavailable (%v), pacing alone until it answers", ev.Err)
+}
 
 // result is the outcome of one request.
 type result struct {
