@@ -1,11 +1,13 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -360,13 +362,19 @@ func TestFailOpenWithoutRedis(t *testing.T) {
 	client.AddHook(calls)
 	var mu sync.Mutex
 	var events []Event
+	var logs bytes.Buffer
 	s := New(client, WithRetryInterval(time.Hour), WithOnSwitch(func(e Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
-	}))
+	}), WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := context.Background()
 	require.Equal(t, Shared, s.Mode())
+	const secret = "https://api.example.com/?token=SECRET"
+	_, err := s.Load(ctx, secret)
+	require.NoError(t, err)
+	require.Contains(t, logs.String(), "redis unavailable, pacing in this process alone")
+	require.NotContains(t, logs.String(), "SECRET", "logs never hold pacing keys")
 	st, err := s.Load(ctx, "k")
 	require.NoError(t, err, "failing open, Load falls back")
 	require.Equal(t, Local, s.Mode())
