@@ -111,32 +111,20 @@ func (it *Item) setParam(key string, v Value) {
 //	var it Item
 //	for r.Next(&it) { ... }
 //
-// The item is the caller's, so that the common case allocates nothing.
+// The item is the caller's, so that the common case allocates nothing, and
+// members are scanned straight into it.
 type Reader struct {
 	Lines  []string
-	Dict   bool // Dictionary members: item.Key is set
-	buf    [readAhead]Item
-	nbuf   int     // members of the current line read ahead into buf
-	ibuf   int     // the next of them to give out
-	sc     scanner // reads the rest of a long line, once validated
+	Dict   bool    // Dictionary members: item.Key is set
+	sc     scanner // reads the rest of a line, once validated
 	strict bool    // sc is reading a line it validated
 	more   bool    // sc has another member
 	fb     []Item  // the current line as httpsfv or the lenient scanner read it
 }
 
-// readAhead is how many members of a line are read before any is given
-// out: a line of at most that many members is scanned once; a longer one is
-// validated to its end before the rest is read.
-const readAhead = 4
-
 // Next reads the next member into it; false at the end.
 func (r *Reader) Next(it *Item) bool {
 	for {
-		if r.ibuf < r.nbuf {
-			*it = r.buf[r.ibuf]
-			r.ibuf++
-			return true
-		}
 		if r.strict && r.more {
 			r.sc.member(it) //nolint:errcheck // the line was validated
 			r.more, _ = r.sc.afterMember()
@@ -152,8 +140,11 @@ func (r *Reader) Next(it *Item) bool {
 		}
 		line := r.Lines[0]
 		r.Lines = r.Lines[1:]
-		switch err := r.readAhead(line); {
+		switch ok, err := r.first(line, it); {
 		case err == nil:
+			if ok {
+				return true
+			}
 		case errors.Is(err, errUnsupported):
 			if r.fb = httpsfvItems(line, r.Dict); r.fb == nil {
 				r.fb = lenientItems(line, r.Dict)
@@ -164,33 +155,31 @@ func (r *Reader) Next(it *Item) bool {
 	}
 }
 
-// readAhead scans the first members of a line into buf and, if there are
-// more, validates the rest so that nothing of an invalid line is given out.
-func (r *Reader) readAhead(line string) error {
-	r.nbuf, r.ibuf = 0, 0
+// first scans the first member of a line into it and, if more follow,
+// validates the rest, so that nothing of an invalid line is given out (it
+// is then read again by httpsfv or leniently). ok is false for a line
+// without members.
+func (r *Reader) first(line string, it *Item) (ok bool, err error) {
 	sc := scanner{s: line, dict: r.Dict}
 	sc.skipSP()
-	more := sc.i < len(line)
-	n := 0
-	for more && n < len(r.buf) {
-		if err := sc.member(&r.buf[n]); err != nil {
-			return err
-		}
-		n++
-		var err error
-		if more, err = sc.afterMember(); err != nil {
-			return err
-		}
+	if sc.i == len(line) {
+		return false, nil // an empty field line: no members
+	}
+	if err := sc.member(it); err != nil {
+		return false, err
+	}
+	more, err := sc.afterMember()
+	if err != nil {
+		return false, err
 	}
 	if more {
 		rest := sc
 		if err := rest.validateMembers(); err != nil {
-			return err
+			return false, err
 		}
 		r.sc, r.strict, r.more = sc, true, true
 	}
-	r.nbuf = n
-	return nil
+	return true, nil
 }
 
 var (
