@@ -195,6 +195,7 @@ type familyField struct {
 type fieldSet struct {
 	vals      [numFields][]string
 	fams      []familyField // the family headers, in map order
+	present   uint64        // bit f: field f was found
 	spellings uint64        // bit f: field f was found under several spellings
 	any       bool          // some field other than Date was found
 	limits    bool          // some field that announces limits was found
@@ -240,6 +241,11 @@ func (f *fieldSet) read(h http.Header) {
 		default:
 			continue
 		}
+		if fl, ok := canonicalField(key); ok {
+			// The name as net/http's reader spells it: no need to fold.
+			f.add(h, fl, key, vs)
+			continue
+		}
 		if fl, ok := lookupField(key); ok {
 			f.add(h, fl, key, vs)
 			continue
@@ -257,6 +263,128 @@ func (f *fieldSet) read(h http.Header) {
 	if f.spellings != 0 {
 		f.mergeSpellings(h)
 	}
+}
+
+// canonicalField finds the field whose name, in the canonical form of
+// net/http (http.CanonicalHeaderKey), is exactly key: the common case, which
+// costs a few comparisons instead of a folding lookup. A key in any other
+// spelling is left to lookupField, which finds the same field.
+func canonicalField(key string) (field, bool) {
+	switch key {
+	case "Akamai-Ratelimit-Limit":
+		return fAkamaiLimit, true
+	case "Akamai-Ratelimit-Next":
+		return fAkamaiNext, true
+	case "Akamai-Ratelimit-Remaining":
+		return fAkamaiRemaining, true
+	case "Beta-Ratelimit":
+		return fBetaRateLimit, true
+	case "Beta-Ratelimit-Policy":
+		return fBetaRateLimitPolicy, true
+	case "Date":
+		return fDate, true
+	case "Fastly-Ratelimit-Remaining":
+		return fFastlyRemaining, true
+	case "Fastly-Ratelimit-Reset":
+		return fFastlyReset, true
+	case "Ratelimit":
+		return fRateLimit, true
+	case "Ratelimit-Limit":
+		return fRateLimitLimit, true
+	case "Ratelimit-Name":
+		return fRateLimitName, true
+	case "Ratelimit-Observed":
+		return fRateLimitObserved, true
+	case "Ratelimit-Policy":
+		return fRateLimitPolicy, true
+	case "Ratelimit-Reason":
+		return fRateLimitReason, true
+	case "Ratelimit-Remaining":
+		return fRateLimitRemaining, true
+	case "Ratelimit-Reset":
+		return fRateLimitReset, true
+	case "Ratelimit-Resettime":
+		return fRateLimitResetTime, true
+	case "Retry-After":
+		return fRetryAfter, true
+	case "Retry-After-Ms":
+		return fRetryAfterMs, true
+	case "Sforce-Limit-Info":
+		return fSforceLimitInfo, true
+	case "Stripe-Rate-Limited-Reason":
+		return fStripeRateLimitedReason, true
+	case "Stripe-Should-Retry":
+		return fStripeShouldRetry, true
+	case "X-Envoy-Ratelimited":
+		return fEnvoyRateLimited, true
+	case "X-Hubspot-Ratelimit-Daily":
+		return fHubSpotDaily, true
+	case "X-Hubspot-Ratelimit-Daily-Remaining":
+		return fHubSpotDailyRemaining, true
+	case "X-Hubspot-Ratelimit-Interval-Milliseconds":
+		return fHubSpotInterval, true
+	case "X-Hubspot-Ratelimit-Max":
+		return fHubSpotMax, true
+	case "X-Hubspot-Ratelimit-Remaining":
+		return fHubSpotRemaining, true
+	case "X-Hubspot-Ratelimit-Secondly":
+		return fHubSpotSecondly, true
+	case "X-Hubspot-Ratelimit-Secondly-Remaining":
+		return fHubSpotSecondlyRemaining, true
+	case "X-Ms-Retry-After-Ms":
+		return fMsRetryAfterMs, true
+	case "X-Ms-User-Quota-Remaining":
+		return fMsUserQuotaRemaining, true
+	case "X-Ms-User-Quota-Resets-After":
+		return fMsUserQuotaResetsAfter, true
+	case "X-Rate-Limit":
+		return fXRateLimit, true
+	case "X-Rate-Limit-Duration":
+		return fXRateLimitDuration, true
+	case "X-Rate-Limit-Limit":
+		return fXRateLimitLimit, true
+	case "X-Rate-Limit-Remaining":
+		return fXRateLimitRemaining, true
+	case "X-Rate-Limit-Reset":
+		return fXRateLimitReset, true
+	case "X-Rate-Limit-Retry-After-Seconds":
+		return fXRateLimitRetryAfterSeconds, true
+	case "X-Ratelimit-Bucket":
+		return fXRLBucket, true
+	case "X-Ratelimit-Burst-Capacity":
+		return fXRLBurstCapacity, true
+	case "X-Ratelimit-Global":
+		return fXRLGlobal, true
+	case "X-Ratelimit-Limit":
+		return fXRLLimit, true
+	case "X-Ratelimit-Nearlimit":
+		return fXRLNearLimit, true
+	case "X-Ratelimit-Next":
+		return fXRLNext, true
+	case "X-Ratelimit-Remaining":
+		return fXRLRemaining, true
+	case "X-Ratelimit-Reset":
+		return fXRLReset, true
+	case "X-Ratelimit-Reset-After":
+		return fXRLResetAfter, true
+	case "X-Ratelimit-Resource":
+		return fXRLResource, true
+	case "X-Ratelimit-Scope":
+		return fXRLScope, true
+	case "X-Ratelimit-Used":
+		return fXRLUsed, true
+	case "X-Retry-In":
+		return fXRetryIn, true
+	case "X-Shopify-Shop-Api-Call-Limit":
+		return fShopify, true
+	case "X-Should-Retry":
+		return fXShouldRetry, true
+	case "X-Tokenlimit-Limit":
+		return fTokenLimitLimit, true
+	case "X-Tokenlimit-Remaining":
+		return fTokenLimitRemaining, true
+	}
+	return 0, false
 }
 
 // lookupField finds the field named key, in any case.
@@ -298,6 +426,7 @@ func (f *fieldSet) add(h http.Header, fl field, key string, vs []string) {
 	if fl >= fRateLimit {
 		f.limits = true
 	}
+	f.present |= 1 << fl
 	if f.vals[fl] == nil {
 		f.vals[fl] = vs
 		return
@@ -387,6 +516,18 @@ func kindOf(word string) countKind {
 
 // has reports whether the field is present.
 func (f *fieldSet) has(fl field) bool { return len(f.vals[fl]) > 0 }
+
+// hasAny reports whether any of the fields in the set (bit f: field f) is
+// present.
+func (f *fieldSet) hasAny(set uint64) bool { return f.present&set != 0 }
+
+// fields returns the set of the given fields, for hasAny.
+func fields(fls ...field) (set uint64) {
+	for _, fl := range fls {
+		set |= 1 << fl
+	}
+	return set
+}
 
 // first returns the field's first line.
 func (f *fieldSet) first(fl field) (string, bool) {

@@ -19,17 +19,44 @@ type policyBuilder struct {
 }
 
 func (b *policyBuilder) build(f *fieldSet, db *dateBase) {
-	b.ietf(f, db)
-	b.jiraBeta(f, db)
-	b.xRateLimit(f, db)
-	b.xRateLimitHyphenated(f, db)
+	// Each dialect is read only when one of its fields is present (each
+	// reads nothing otherwise): a response pays for the dialects it speaks.
+	if f.hasAny(ietfFields) {
+		b.ietf(f, db)
+	}
+	if f.hasAny(jiraBetaFields) {
+		b.jiraBeta(f, db)
+	}
+	if f.hasAny(xRateLimitFields) {
+		b.xRateLimit(f, db)
+	}
+	if f.hasAny(xRateLimitHyphenatedFields) {
+		b.xRateLimitHyphenated(f, db)
+	}
 	b.families(f, db)
-	b.shopify(f)
-	b.hubspot(f)
-	b.salesforce(f)
-	b.azureUserQuota(f)
-	b.simpleVendors(f, db)
+	if f.hasAny(vendorFields) {
+		b.shopify(f)
+		b.hubspot(f)
+		b.salesforce(f)
+		b.azureUserQuota(f)
+		b.simpleVendors(f, db)
+	}
 }
+
+// The fields each dialect reader starts from: without any of them, it reads
+// nothing.
+var (
+	ietfFields = fields(fRateLimit, fRateLimitPolicy, fRateLimitLimit, fRateLimitRemaining, fRateLimitReset,
+		fRateLimitName, fRateLimitObserved, fRateLimitResetTime)
+	jiraBetaFields   = fields(fBetaRateLimit, fBetaRateLimitPolicy)
+	xRateLimitFields = fields(fXRLResetAfter, fXRLBucket, fXRLGlobal, fXRLScope, fXRLLimit, fXRLRemaining,
+		fXRLReset, fXRLUsed, fXRLResource, fXRLNearLimit, fEnvoyRateLimited)
+	xRateLimitHyphenatedFields = fields(fXRateLimitLimit, fXRateLimit, fXRateLimitRemaining, fXRateLimitReset)
+	vendorFields               = fields(fShopify, fHubSpotDaily, fHubSpotDailyRemaining, fHubSpotInterval,
+		fHubSpotMax, fHubSpotRemaining, fHubSpotSecondly, fHubSpotSecondlyRemaining, fSforceLimitInfo,
+		fMsUserQuotaRemaining, fMsUserQuotaResetsAfter, fTokenLimitLimit, fTokenLimitRemaining,
+		fFastlyRemaining, fFastlyReset, fAkamaiLimit, fAkamaiRemaining, fAkamaiNext)
+)
 
 // maxPolicies bounds the policies read from one response. Real servers
 // announce a handful; the bound keeps a hostile response (thousands of
