@@ -16,6 +16,7 @@ import (
 type policyBuilder struct {
 	out      []Policy
 	dialects DialectSet
+	memo     *Parser // remembers policy fields; nil for ParseHeaders
 }
 
 func (b *policyBuilder) build(f *fieldSet, db *dateBase) {
@@ -102,7 +103,25 @@ func (g *group) setMatched(i int) {
 // whose dialect is set by the caller once it knows which draft it read. It
 // reports which kind the item was.
 func (g *group) announce(it *sf.Item, named Dialect) (isNamed, isNumeric bool) {
-	var p Policy
+	p, ok := announced(it, named)
+	if !ok {
+		return false, false
+	}
+	return g.offer(p)
+}
+
+// offer adds a policy that announced read, unless it repeats a legacy
+// quota of the group, and reports which kind it was.
+func (g *group) offer(p Policy) (isNamed, isNumeric bool) {
+	if p.Dialect != 0 || !g.hasEqual(p) { // the same quota in two legacy fields counts once
+		g.b.add(p)
+	}
+	return p.Dialect != 0, p.Dialect == 0
+}
+
+// announced reads the policy of one item of a policy field; ok is false
+// for an item that announces nothing.
+func announced(it *sf.Item, named Dialect) (p Policy, ok bool) {
 	switch it.Val.Kind {
 	case sf.String:
 		p.Name, p.Dialect = it.Val.Str, named
@@ -115,7 +134,7 @@ func (g *group) announce(it *sf.Item, named Dialect) (isNamed, isNumeric bool) {
 			p.Name = v.Str
 		}
 	default:
-		return false, false
+		return p, false
 	}
 	p.Unit = UnitRequests
 	if v, ok := it.Param(sf.ParamQU); ok && v.Kind == sf.String && v.Str != "" {
@@ -130,21 +149,40 @@ func (g *group) announce(it *sf.Item, named Dialect) (isNamed, isNumeric bool) {
 		p.Partition = v.Str
 	}
 	if !p.HasLimit && p.Window == 0 {
-		return false, false // a policy without a quota (q is required) says nothing
+		return p, false // a policy without a quota (q is required) says nothing
 	}
-	if p.Dialect != 0 || !g.hasEqual(p) { // the same quota in two legacy fields counts once
-		g.b.add(p)
-	}
-	return p.Dialect != 0, p.Dialect == 0
+	return p, true
 }
 
-// announceAll announces every item of a policy field.
+// announceAll announces every item of a policy field. With a Parser, a
+// field it has read before is not read again: what it announced is.
 func (g *group) announceAll(lines []string, named Dialect) (sawNamed, sawNumeric bool) {
+	if len(lines) == 0 {
+		return false, false
+	}
+	if ps, ok := g.b.memo.announcedBefore(lines, named); ok {
+		for _, p := range ps {
+			n, num := g.offer(p)
+			sawNamed, sawNumeric = sawNamed || n, sawNumeric || num
+		}
+		return sawNamed, sawNumeric
+	}
+	var rec announcements
 	r := sf.Reader{Lines: lines}
 	var it sf.Item
 	for r.Next(&it) {
-		n, num := g.announce(&it, named)
+		p, ok := announced(&it, named)
+		if !ok {
+			continue
+		}
+		if g.b.memo != nil {
+			rec.record(p)
+		}
+		n, num := g.offer(p)
 		sawNamed, sawNumeric = sawNamed || n, sawNumeric || num
+	}
+	if g.b.memo != nil {
+		g.b.memo.remember(lines, named, &rec)
 	}
 	return sawNamed, sawNumeric
 }

@@ -96,6 +96,12 @@ type Observation struct {
 // are read. The rules for each dialect are documented on the Dialect
 // constants.
 func ParseHeaders(h http.Header, status int, received time.Time) Observation {
+	return parseHeaders(h, status, received, nil)
+}
+
+// parseHeaders is ParseHeaders, remembering what repeats in memo when it is
+// not nil.
+func parseHeaders(h http.Header, status int, received time.Time, memo *Parser) Observation {
 	obs := Observation{Status: status}
 	if len(h) == 0 {
 		return obs
@@ -105,12 +111,12 @@ func ParseHeaders(h http.Header, status int, received time.Time) Observation {
 	if !f.any {
 		return obs
 	}
-	db := dateBase{received: received}
+	db := dateBase{received: received, memo: memo}
 	db.date, _ = f.first(fDate)
 	obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = f.retryAfter(&db)
 	obs.ShouldRetry = f.verdict()
 	if f.limits {
-		var b policyBuilder
+		b := policyBuilder{memo: memo}
 		b.build(&f, &db)
 		obs.Policies, obs.Dialects = b.out, b.dialects
 	}

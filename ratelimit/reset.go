@@ -45,6 +45,7 @@ type dateBase struct {
 	received time.Time
 	base     time.Time
 	done     bool
+	memo     *Parser // remembers the last Date parsed; nil for ParseHeaders
 }
 
 func (c *dateBase) now() time.Time {
@@ -52,7 +53,7 @@ func (c *dateBase) now() time.Time {
 		c.done = true
 		c.base = c.received
 		if c.date != "" {
-			if t, ok := parseHTTPDate(c.date); ok {
+			if t, ok := c.memo.parseDate(c.date); ok {
 				c.base = t
 			}
 		}
