@@ -2,6 +2,7 @@ package pace
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/headway-go/headway/ratelimit"
@@ -270,8 +271,38 @@ func (s *State) spend(bucket string, cost []Amount) []Amount {
 	for _, c := range cost {
 		addAmount(&b.Amounts, unitOf(c.Unit), c.N)
 	}
-	return slices.Clone(b.Amounts)
+	return cloneAmounts(b.Amounts)
 }
+
+// cloneAmounts returns a copy of as, carved out of a chunk shared with
+// other copies (its capacity is its length, so that appending to it copies
+// it again): a lease granted per request then costs no allocation of its
+// own.
+func cloneAmounts(as []Amount) []Amount {
+	if len(as) == 0 || len(as) > maxCarved {
+		return slices.Clone(as)
+	}
+	c := amountChunks.Get().(*amountChunk)
+	if c.n+len(as) > len(c.buf) {
+		c = new(amountChunk)
+	}
+	out := c.buf[c.n : c.n+len(as) : c.n+len(as)]
+	c.n += copy(out, as)
+	amountChunks.Put(c)
+	return out
+}
+
+// maxCarved bounds the copies cloneAmounts carves out of a chunk.
+const maxCarved = 4
+
+// An amountChunk is storage for small copies of amounts. A chunk is freed
+// once the copies carved out of it are: a lease pins at most one chunk.
+type amountChunk struct {
+	buf [64]Amount
+	n   int
+}
+
+var amountChunks = sync.Pool{New: func() any { return new(amountChunk) }}
 
 // spentAll returns a copy of bucket's cumulative costs.
 func (s *State) spentAll(bucket string) []Amount {

@@ -168,6 +168,17 @@ func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint
 // UpdateInPlace implements InPlace: f changes key's state under the key's
 // lock, with no copy; the version advances when f succeeds.
 func (m *MemoryStore) UpdateInPlace(ctx context.Context, key string, f func(*State) error) error {
+	return m.update(key, time.Time{}, false, f)
+}
+
+// UpdateInPlaceAt is UpdateInPlace for a caller that has just read the
+// store's clock: now is what it said, and expiry is judged by it rather than
+// by reading the clock again under the key's lock.
+func (m *MemoryStore) UpdateInPlaceAt(now time.Time, key string, f func(*State) error) error {
+	return m.update(key, now, true, f)
+}
+
+func (m *MemoryStore) update(key string, now time.Time, haveNow bool, f func(*State) error) error {
 	for {
 		v, ok := m.keys.Load(key)
 		if !ok {
@@ -183,8 +194,13 @@ func (m *MemoryStore) UpdateInPlace(ctx context.Context, key string, f func(*Sta
 			e.mu.Unlock()
 			continue // swept meanwhile: the key has a new entry
 		}
-		if e.state.Version != 0 && !e.state.Expires.IsZero() && !m.now().Before(e.state.Expires) {
-			e.state = State{Version: e.state.Version}
+		if e.state.Version != 0 && !e.state.Expires.IsZero() {
+			if !haveNow {
+				now = m.now()
+			}
+			if !now.Before(e.state.Expires) {
+				e.state = State{Version: e.state.Version}
+			}
 		}
 		version := e.state.Version
 		err := f(&e.state)

@@ -1,0 +1,58 @@
+package pace
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// BenchmarkReserveComplete: one request's work in a MemoryStore, with ample
+// quota: a lease reserved and its answer (one IETF policy) completed, as
+// the pacing layer does for every request. Apply is the generic path, with
+// its closures; InPlaceAt the in-process store's, as the pacing layer uses
+// its own store.
+func BenchmarkReserveComplete(b *testing.B) {
+	h := http.Header{
+		"Date":             {"Wed, 26 Nov 2026 12:00:00 GMT"},
+		"Ratelimit-Policy": {`"default";q=1000000;w=60`},
+		"Ratelimit":        {`"default";r=999999;t=30`},
+	}
+	req := Request{Route: "GET /items"}
+	var cfg Config
+	obs := ratelimit.ParseHeaders(h, 200, t0)
+	b.Run("Apply", func(b *testing.B) {
+		m := NewMemoryStore(func() time.Time { return t0 })
+		ctx := context.Background()
+		now := t0
+		b.ReportAllocs()
+		for b.Loop() {
+			now = now.Add(time.Microsecond)
+			var d Decision
+			Apply(ctx, m, "k", func(s *State) error { d = s.Reserve(now, req, &cfg); return nil })
+			a := Answer{Obs: obs}
+			Apply(ctx, m, "k", func(s *State) error { s.Complete(now, d.Lease, a, &cfg); return nil })
+		}
+	})
+	b.Run("InPlaceAt", func(b *testing.B) {
+		m := NewMemoryStore(func() time.Time { return t0 })
+		now := t0
+		b.ReportAllocs()
+		for b.Loop() {
+			now = now.Add(time.Microsecond)
+			d := reserveAt(m, now, req, &cfg)
+			completeAt(m, now, d.Lease, Answer{Obs: obs}, &cfg)
+		}
+	})
+}
+
+func reserveAt(m *MemoryStore, now time.Time, req Request, cfg *Config) (d Decision) {
+	m.UpdateInPlaceAt(now, "k", func(s *State) error { d = s.Reserve(now, req, cfg); return nil })
+	return d
+}
+
+func completeAt(m *MemoryStore, now time.Time, l Lease, a Answer, cfg *Config) {
+	m.UpdateInPlaceAt(now, "k", func(s *State) error { s.Complete(now, l, a, cfg); return nil })
+}
