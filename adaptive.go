@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,16 +24,19 @@ type pacer struct {
 	next   http.RoundTripper
 	c      *config
 	store  pace.Store
+	mem    *pace.MemoryStore // store, when it is the in-process one on the pacer's clock
 	cfg    pace.Config
 	quotas []quotaRoute
 
 	waiters sync.Map     // key -> *keyWaiters
 	added   atomic.Int64 // keys added, for sweeping waiters
+	parser  ratelimit.Parser
 }
 
 // lease is a request's reservation, from hold to observe.
 type lease struct {
 	key   string
+	kw    *keyWaiters // key's waiters when the lease was granted
 	lease pace.Lease
 	ok    bool // a lease was taken (false: the store failed open)
 }
@@ -39,7 +44,8 @@ type lease struct {
 func newPacer(next http.RoundTripper, c *config) *pacer {
 	p := &pacer{next: next, c: c, store: c.store, quotas: c.quotas}
 	if p.store == nil {
-		p.store = pace.NewMemoryStore(c.clock.Now)
+		p.mem = pace.NewMemoryStore(c.clock.Now)
+		p.store = p.mem
 	}
 	for _, q := range c.quotas {
 		p.cfg.Quotas = append(p.cfg.Quotas, q.quota)
@@ -69,9 +75,10 @@ func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// describe returns what the decisions need to know of req.
+// describe returns what the decisions need to know of req, but its route,
+// which keyWaiters.enter names.
 func (p *pacer) describe(req *http.Request) pace.Request {
-	r := pace.Request{Route: req.Method + " " + req.URL.Path, Cost: costFrom(req.Context())}
+	r := pace.Request{Cost: costFrom(req.Context())}
 	for i := range p.quotas {
 		if p.quotas[i].matches(req) {
 			r.Quotas = append(r.Quotas, i)
@@ -87,33 +94,35 @@ func (p *pacer) describe(req *http.Request) pace.Request {
 func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	ctx := req.Context()
 	key := p.c.key(req)
-	preq := p.describe(req)
 	clk := p.c.clock
 	start := clk.Now()
+	preq := p.describe(req)
 	var kw *keyWaiters
-	var turn <-chan struct{}
-	var leave func()
+	var t ticket
 	for {
 		kw = p.keyWaiters(key)
-		if turn, leave = kw.enqueue(kw.queueOf(preq)); turn != nil {
+		var ok bool
+		if t, ok = kw.enter(req.Method, req.URL.Path, &preq); ok {
 			break
 		}
 	}
-	defer leave()
-	select {
-	case <-turn:
-	case <-ctx.Done():
-		return lease{}, clk.Now().Sub(start), fmt.Errorf("headway: waiting for earlier requests to %s: %w", key, ctx.Err())
+	defer kw.leave(t)
+	now := start // the turn came at once: no time to account for
+	if t.wait != nil {
+		select {
+		case <-t.wait:
+		case <-ctx.Done():
+			return lease{}, clk.Now().Sub(start), fmt.Errorf("headway: waiting for earlier requests to %s: %w", key, ctx.Err())
+		}
+		now = clk.Now()
 	}
 	var reported pace.Why
-	for {
-		changed := kw.changes()
-		now := clk.Now()
-		var d pace.Decision
-		err := pace.Apply(ctx, p.store, key, func(s *pace.State) error {
-			d = s.Reserve(now, preq, &p.cfg)
-			return nil
-		})
+	for first := true; ; first = false {
+		version := kw.version()
+		if !first {
+			now = clk.Now()
+		}
+		d, err := p.reserve(ctx, key, now, preq)
 		if err != nil {
 			if ctx.Err() != nil {
 				return lease{}, now.Sub(start), ctx.Err()
@@ -123,7 +132,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			return lease{key: key, lease: d.Lease, ok: true}, now.Sub(start), nil
+			return lease{key: key, kw: kw, lease: d.Lease, ok: true}, now.Sub(start), nil
 		}
 		wait := max(d.At.Sub(now), 0)
 		if d.Definite {
@@ -135,10 +144,46 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			reported = d.Why
 			p.waiting(req, key, wait, d)
 		}
-		if err := sleepUntilChanged(ctx, clk, wait, changed); err != nil {
+		if err := sleepUntilChanged(ctx, clk, wait, kw.changedSince(version)); err != nil {
 			return lease{}, clk.Now().Sub(start), fmt.Errorf("headway: %s for %s: %w", d.Why, key, err)
 		}
 	}
+}
+
+// reserve asks key's state for a lease at now. On the in-process store the
+// decision is made under the key's lock without a closure that escapes, so
+// that it costs no allocation.
+func (p *pacer) reserve(ctx context.Context, key string, now time.Time, preq pace.Request) (pace.Decision, error) {
+	if p.mem != nil {
+		return reserveAt(p.mem, key, now, preq, &p.cfg)
+	}
+	if m, ok := p.store.(*pace.MemoryStore); ok {
+		return reserveIn(m, ctx, key, now, preq, &p.cfg)
+	}
+	var d pace.Decision
+	err := pace.Apply(ctx, p.store, key, func(s *pace.State) error {
+		d = s.Reserve(now, preq, &p.cfg)
+		return nil
+	})
+	return d, err
+}
+
+// reserveAt is reserveIn on the pacer's own store, whose clock is the
+// pacer's: now is what it says.
+func reserveAt(m *pace.MemoryStore, key string, now time.Time, preq pace.Request, cfg *pace.Config) (d pace.Decision, err error) {
+	err = m.UpdateInPlaceAt(now, key, func(s *pace.State) error {
+		d = s.Reserve(now, preq, cfg)
+		return nil
+	})
+	return d, err
+}
+
+func reserveIn(m *pace.MemoryStore, ctx context.Context, key string, now time.Time, preq pace.Request, cfg *pace.Config) (d pace.Decision, err error) {
+	err = m.UpdateInPlace(ctx, key, func(s *pace.State) error {
+		d = s.Reserve(now, preq, cfg)
+		return nil
+	})
+	return d, err
 }
 
 // fits refuses a definite wait longer than max wait, or past the context's
@@ -210,9 +255,9 @@ func (p *pacer) observe(req *http.Request, l lease) (*http.Response, ratelimit.O
 	now := p.c.clock.Now()
 	var a pace.Answer
 	if err == nil {
-		a.Obs = parse(resp, now)
+		a.Obs = parse(&p.parser, resp, now)
 		if v := resp.Header.Get("Date"); v != "" {
-			a.Date, _ = ratelimit.ParseDate(v)
+			a.Date, _ = p.parser.ParseDate(v)
 		}
 	}
 	p.complete(l, req, now, a)
@@ -227,22 +272,57 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	if !l.ok {
 		return
 	}
-	kw := p.keyWaiters(l.key)
+	kw := l.kw
+	if kw == nil || kw.dead.Load() {
+		kw = p.keyWaiters(l.key)
+	} else if !kw.used.Load() {
+		kw.used.Store(true)
+	}
 	if len(a.Obs.Policies) > 0 {
 		kw.learnRoute(l.lease.Route, pace.BucketOf(&a.Obs.Policies[0]))
 	}
-	// The request's own context may be done: the report must still land.
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	if err := pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
-		s.Complete(now, l.lease, a, &p.cfg)
-		return nil
-	}); err != nil {
+	var err error
+	if p.mem != nil {
+		err = completeAt(p.mem, l, now, a, &p.cfg)
+	} else if m, ok := p.store.(*pace.MemoryStore); ok {
+		// The in-process store does not block, and reads no context.
+		err = completeIn(m, l, now, a, &p.cfg)
+	} else {
+		err = p.completeIn(l, now, a)
+	}
+	if err != nil {
 		// The lease expires by itself (pace.Config.LeaseTTL).
-		p.c.logger.LogAttrs(ctx, slog.LevelWarn, "headway: pacing state not updated",
+		p.c.logger.LogAttrs(context.Background(), slog.LevelWarn, "headway: pacing state not updated",
 			slog.String("key", l.key), slog.String("error", err.Error()))
 	}
 	kw.signal()
+}
+
+// completeAt is completeIn on the pacer's own store, whose clock is the
+// pacer's: now is what it says.
+func completeAt(m *pace.MemoryStore, l lease, now time.Time, a pace.Answer, cfg *pace.Config) error {
+	return m.UpdateInPlaceAt(now, l.key, func(s *pace.State) error {
+		s.Complete(now, l.lease, a, cfg)
+		return nil
+	})
+}
+
+func completeIn(m *pace.MemoryStore, l lease, now time.Time, a pace.Answer, cfg *pace.Config) error {
+	return m.UpdateInPlace(context.Background(), l.key, func(s *pace.State) error {
+		s.Complete(now, l.lease, a, cfg)
+		return nil
+	})
+}
+
+// completeIn reports the answer to a store that may block: the request's
+// own context may be done, and the report must still land.
+func (p *pacer) completeIn(l lease, now time.Time, a pace.Answer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
+		s.Complete(now, l.lease, a, &p.cfg)
+		return nil
+	})
 }
 
 // cancel takes back a lease whose request never left.
@@ -265,16 +345,33 @@ const storeTimeout = 5 * time.Second
 
 // keyWaiters are the requests of one key waiting in this process: a queue
 // per kind of request, so that requests wait in order and only the first
-// of each queue asks the state, and a channel closed whenever the key's
-// state changes here.
+// of each queue asks the state, and a count of the key's changes here,
+// with a channel closed at the next one for those who sleep on it.
 type keyWaiters struct {
 	mu      sync.Mutex
-	changed chan struct{}
-	queues  map[string][]chan struct{}
+	changes atomic.Uint64 // the key's state changed this many times here
+	changed chan struct{} // closed at the next change; nil while no one waits for it
+	main    waitLine      // the queue named "", most requests'
+	queues  map[string]*waitLine
 	routes  map[string]string // route -> the server-named bucket it was last counted in
+	names   map[string]string // "METHOD /path" -> the same, interned
 	waiting int
 	used    atomic.Bool // since the last sweep
-	dead    bool        // swept: join the key's new waiters instead
+	dead    atomic.Bool // swept: join the key's new waiters instead (set under mu)
+}
+
+// A waitLine is one queue: whether a request has its turn, and those
+// waiting for it, in order.
+type waitLine struct {
+	busy bool
+	line []chan struct{}
+}
+
+// A ticket is a request's place in a queue: wait is closed when its turn
+// comes (nil: it had the turn at once).
+type ticket struct {
+	q    string
+	wait chan struct{}
 }
 
 // maxRoutes bounds keyWaiters.routes.
@@ -287,7 +384,7 @@ func (p *pacer) keyWaiters(key string) *keyWaiters {
 		kw.used.Store(true)
 		return kw
 	}
-	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{changed: make(chan struct{})})
+	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{})
 	if !loaded {
 		p.sweepWaiters()
 	}
@@ -309,7 +406,7 @@ func (p *pacer) sweepWaiters() {
 		}
 		kw.mu.Lock()
 		if kw.waiting == 0 {
-			kw.dead = true
+			kw.dead.Store(true)
 			p.waiters.Delete(k)
 		}
 		kw.mu.Unlock()
@@ -317,77 +414,142 @@ func (p *pacer) sweepWaiters() {
 	})
 }
 
-// changes returns the channel that the next change of the key closes.
-func (kw *keyWaiters) changes() <-chan struct{} {
+// version returns the number of the key's changes so far, for
+// changedSince.
+func (kw *keyWaiters) version() uint64 { return kw.changes.Load() }
+
+// closedChan is a channel that is closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// changedSince returns a channel closed once the key has changed after
+// version v (at once if it already has).
+func (kw *keyWaiters) changedSince(v uint64) <-chan struct{} {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
+	if kw.changes.Load() != v {
+		return closedChan
+	}
+	if kw.changed == nil {
+		kw.changed = make(chan struct{})
+	}
 	return kw.changed
 }
 
 // signal wakes the waiters: the key's state changed.
 func (kw *keyWaiters) signal() {
 	kw.mu.Lock()
-	close(kw.changed)
-	kw.changed = make(chan struct{})
+	kw.changes.Add(1)
+	if kw.changed != nil {
+		close(kw.changed)
+		kw.changed = nil
+	}
 	kw.mu.Unlock()
 }
 
-// enqueue joins queue q. turn is closed when it is the caller's turn; leave
-// must be called once the caller is done asking (granted or gone). turn is
-// nil when kw was swept meanwhile: the caller must fetch the key's waiters
-// again.
-func (kw *keyWaiters) enqueue(q string) (turn <-chan struct{}, leave func()) {
+// maxNames bounds keyWaiters.names.
+const maxNames = 256
+
+// enter names r's route (method+" "+path, the same string for the same
+// route while it is remembered, so that a route seen before costs no
+// allocation) and joins the queue of requests like r, returning the
+// caller's ticket: its wait is closed when it is the caller's turn, or nil
+// if the turn is the caller's at once. leave must be called with it once
+// the caller is done asking (granted or gone). ok is false when kw was swept
+// meanwhile: the caller must fetch the key's waiters again.
+func (kw *keyWaiters) enter(method, path string, r *pace.Request) (t ticket, ok bool) {
+	var buf [128]byte
+	name := append(append(append(buf[:0], method...), ' '), path...)
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	if kw.dead {
-		return nil, nil
+	if kw.dead.Load() {
+		return ticket{}, false
 	}
-	me := make(chan struct{})
-	if kw.queues == nil {
-		kw.queues = map[string][]chan struct{}{}
+	route, known := kw.names[string(name)]
+	if !known {
+		route = string(name)
+		if kw.names == nil {
+			kw.names = map[string]string{}
+		}
+		if len(kw.names) >= maxNames {
+			clear(kw.names)
+		}
+		kw.names[route] = route
 	}
-	kw.queues[q] = append(kw.queues[q], me)
-	kw.waiting++
-	if len(kw.queues[q]) == 1 {
-		close(me)
-	}
-	return me, func() { kw.leave(q, me) }
+	r.Route = route
+	return kw.enqueue(kw.queueOf(r)), true
 }
 
-// leave removes me from queue q, passing the turn on if it had it.
-func (kw *keyWaiters) leave(q string, me chan struct{}) {
+// lineOf returns queue q, creating it; kw.mu is held.
+func (kw *keyWaiters) lineOf(q string) *waitLine {
+	if q == "" {
+		return &kw.main
+	}
+	wl := kw.queues[q]
+	if wl == nil {
+		if kw.queues == nil {
+			kw.queues = map[string]*waitLine{}
+		}
+		wl = &waitLine{}
+		kw.queues[q] = wl
+	}
+	return wl
+}
+
+// enqueue joins queue q; kw.mu is held.
+func (kw *keyWaiters) enqueue(q string) (t ticket) {
+	wl := kw.lineOf(q)
+	kw.waiting++
+	t.q = q
+	if !wl.busy {
+		wl.busy = true
+		return t
+	}
+	t.wait = make(chan struct{})
+	wl.line = append(wl.line, t.wait)
+	return t
+}
+
+// leave takes t out of its queue, passing the turn on if it had it.
+func (kw *keyWaiters) leave(t ticket) {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
 	kw.waiting--
-	line := kw.queues[q]
-	for i, c := range line {
-		if c != me {
-			continue
-		}
-		line = append(line[:i], line[i+1:]...)
-		if i == 0 && len(line) > 0 {
-			close(line[0])
-		}
-		break
-	}
-	if len(line) == 0 {
-		delete(kw.queues, q)
+	wl := kw.lineOf(t.q)
+	if i := slices.Index(wl.line, t.wait); t.wait != nil && i >= 0 {
+		// Gone before its turn came.
+		wl.line = slices.Delete(wl.line, i, i+1)
+	} else if len(wl.line) > 0 {
+		// Its turn: the next in line has it now.
+		next := wl.line[0]
+		wl.line = slices.Delete(wl.line, 0, 1)
+		close(next)
 	} else {
-		kw.queues[q] = line
+		wl.busy = false
+	}
+	if t.q != "" && !wl.busy && len(wl.line) == 0 {
+		delete(kw.queues, t.q)
 	}
 }
 
 // queueOf names the queue a request waits in: requests counted in the same
 // server-named bucket and governed by the same declared quotas wait in line
-// together, so that a spent bucket holds back only its own requests.
-func (kw *keyWaiters) queueOf(r pace.Request) string {
-	kw.mu.Lock()
+// together, so that a spent bucket holds back only its own requests. kw.mu
+// is held.
+func (kw *keyWaiters) queueOf(r *pace.Request) string {
 	b := kw.routes[r.Route]
-	kw.mu.Unlock()
 	if len(r.Quotas) == 0 {
 		return b
 	}
-	return fmt.Sprint(b, r.Quotas)
+	// A NUL cannot be in a bucket's name, which a header value gives.
+	q := append([]byte(b), 0)
+	for _, i := range r.Quotas {
+		q = strconv.AppendInt(append(q, ' '), int64(i), 10)
+	}
+	return string(q)
 }
 
 // learnRoute remembers the bucket a route was counted in.

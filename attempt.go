@@ -61,7 +61,7 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 	} else {
 		a.resp, a.err = roundTrip(t.next, r)
 		if a.resp != nil {
-			a.obs = parse(a.resp, t.c.clock.Now())
+			a.obs = parse(&t.parser, a.resp, t.c.clock.Now())
 		}
 	}
 	if stop != nil {

@@ -28,8 +28,9 @@ type observer interface {
 	cancel(l lease)
 }
 
-// parse reads what resp says about rate limiting; received is when it
+// parse reads what resp says about rate limiting with the layer's parser,
+// which reads a policy field that repeats only once; received is when it
 // arrived (used only when it has no valid Date header).
-func parse(resp *http.Response, received time.Time) ratelimit.Observation {
-	return ratelimit.ParseHeaders(resp.Header, resp.StatusCode, received)
+func parse(p *ratelimit.Parser, resp *http.Response, received time.Time) ratelimit.Observation {
+	return p.ParseHeaders(resp.Header, resp.StatusCode, received)
 }

@@ -12,9 +12,10 @@ import (
 
 // retryTransport is the retry layer. See NewTransport for its rules.
 type retryTransport struct {
-	next http.RoundTripper
-	obs  observer // next, when it is headway's pacing layer
-	c    *config
+	next   http.RoundTripper
+	obs    observer // next, when it is headway's pacing layer
+	c      *config
+	parser ratelimit.Parser // when obs is nil
 }
 
 func newRetryTransport(next http.RoundTripper, c *config) *retryTransport {
