@@ -62,9 +62,10 @@ type tokenBudget struct {
 	added               atomic.Int64
 }
 
+// budgetBucket is one key's tokens, changed by compare-and-swap: a request
+// to a key whose bucket is full (the common case) only reads it.
 type budgetBucket struct {
-	mu     sync.Mutex
-	tokens int64
+	tokens atomic.Int64
 	used   atomic.Bool // since the last sweep
 }
 
@@ -72,13 +73,17 @@ func (b *tokenBudget) bucket(key string) *budgetBucket {
 	v, ok := b.keys.Load(key)
 	if !ok {
 		var loaded bool
-		v, loaded = b.keys.LoadOrStore(key, &budgetBucket{tokens: b.reserve})
+		fresh := &budgetBucket{}
+		fresh.tokens.Store(b.reserve)
+		v, loaded = b.keys.LoadOrStore(key, fresh)
 		if !loaded && b.added.Add(1)%sweepEvery == 0 {
 			b.sweep()
 		}
 	}
 	k := v.(*budgetBucket)
-	k.used.Store(true)
+	if !k.used.Load() {
+		k.used.Store(true)
+	}
 	return k
 }
 
@@ -101,19 +106,25 @@ func (b *tokenBudget) Deposit(key string) {
 		return
 	}
 	k := b.bucket(key)
-	k.mu.Lock()
-	k.tokens = min(k.tokens+b.ratio, b.max)
-	k.mu.Unlock()
+	for {
+		t := k.tokens.Load()
+		n := min(t+b.ratio, b.max)
+		if n == t || k.tokens.CompareAndSwap(t, n) {
+			return
+		}
+	}
 }
 
 // Withdraw implements RetryBudget.
 func (b *tokenBudget) Withdraw(key string) bool {
 	k := b.bucket(key)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.tokens < tokenScale {
-		return false
+	for {
+		t := k.tokens.Load()
+		if t < tokenScale {
+			return false
+		}
+		if k.tokens.CompareAndSwap(t, t-tokenScale) {
+			return true
+		}
 	}
-	k.tokens -= tokenScale
-	return true
 }
