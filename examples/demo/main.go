@@ -6,7 +6,7 @@
 // failures, wall time against the server's ideal) and a timeline of what
 // each client sent per 100 ms.
 //
-//	go run ./examples/demo             # the tour, about 15 seconds
+//	go run ./examples/demo             # the tour, about 11 seconds
 //	go run ./examples/demo -svg demo.svg
 //
 // Flags: -n requests per client (default 120), -c workers (8), -limit
@@ -43,6 +43,11 @@ var servers = []server{
 		func(limit int) []ratelimittest.Option {
 			return []ratelimittest.Option{ratelimittest.WithDialect(ratelimittest.IETF),
 				ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: limit, Window: time.Second})}
+		}},
+	{"sliding window, X-RateLimit headers", "a weighted count of this window and the last; X-RateLimit-Limit/-Remaining/-Reset",
+		func(limit int) []ratelimittest.Option {
+			return []ratelimittest.Option{ratelimittest.WithDialect(ratelimittest.XRateLimit),
+				ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingCounter, Limit: limit, Window: time.Second})}
 		}},
 	{"token bucket, X-RateLimit headers", "a burst, then a steady refill; X-RateLimit-Limit/-Remaining/-Reset",
 		func(limit int) []ratelimittest.Option {

@@ -35,7 +35,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	require.Equal(t, len(servers), rows, "a headway row per server")
-	require.Contains(t, s, "sent per 100 ms")
+	require.Contains(t, s, "admitted per 100 ms")
 
 	f, err := os.Open(svg)
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ func buckets(r result) (ok, refused []int) {
 // the buckets where it refused some. The server admits limit/10 per 100 ms
 // on average.
 func printTimelines(w io.Writer, rs []result, cfg config) {
-	fmt.Fprintf(w, "sent per 100 ms (the server admits %g per 100 ms on average; x: refused):\n", float64(cfg.limit)/10)
+	fmt.Fprintf(w, "admitted per 100 ms (+: 10 or more; the server admits %g per 100 ms on average), and x where it refused some:\n", float64(cfg.limit)/10)
 	for _, r := range rs {
 		ok, refused := buckets(r)
 		var top, bottom strings.Builder
