@@ -78,7 +78,8 @@ func (s *Store) Mode() Mode {
 }
 
 // Load implements pace.Store: it returns key's state from Redis, or from
-// the fallback while Redis is unavailable.
+// the fallback while Redis is unavailable. Redis forgets a state when its
+// time to live ends, a millisecond or so after the state's Expires.
 func (s *Store) Load(ctx context.Context, key string) (pace.State, error) {
 	if err := ctx.Err(); err != nil {
 		return pace.State{}, err
@@ -190,13 +191,14 @@ func (s *Store) get(ctx context.Context, rkey string) (pace.State, error) {
 	if err != nil {
 		return pace.State{}, err
 	}
+	// A state is returned until Redis expires it (PX, a millisecond or so
+	// after its Expires): a state judged forgotten here by this clock,
+	// while Redis still holds it, would give a version that the script,
+	// once Redis has dropped it, no longer finds.
 	st, ok := decode(val)
 	if !ok && s.logger != nil {
 		s.logger.LogAttrs(ctx, slog.LevelWarn, "redisstore: unreadable pacing state replaced",
 			slog.String("redis_key", rkey))
-	}
-	if st.Version != 0 && !st.Expires.IsZero() && !s.now().Before(st.Expires) {
-		return pace.State{Version: st.Version}, nil // Redis has yet to expire it
 	}
 	return st, nil
 }

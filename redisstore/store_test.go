@@ -82,6 +82,9 @@ func TestStoreConformance(t *testing.T) {
 func TestStoresShareState(t *testing.T) {
 	requireRedis(t)
 	prefix := "share:" + t.Name() + ":"
+	client := sharedRedis.client(t)
+	require.NoError(t, deleteKeys(client, prefix))
+	t.Cleanup(func() { deleteKeys(client, prefix) })
 	a := New(sharedRedis.client(t), WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
 	b := New(sharedRedis.client(t), WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
 	ctx := context.Background()
@@ -156,6 +159,7 @@ func TestRedisKeys(t *testing.T) {
 	// Nothing of the key reaches Redis's keys.
 	prefix := "keys:" + t.Name() + ":"
 	client := sharedRedis.client(t)
+	require.NoError(t, deleteKeys(client, prefix))
 	s = New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
 	ok, err := s.CompareAndSwap(context.Background(), secret, 0, pace.State{Seq: 1, Expires: time.Now().Add(time.Minute)})
 	require.NoError(t, err)
@@ -295,6 +299,7 @@ func TestForgetStale(t *testing.T) {
 	requireRedis(t)
 	prefix := "stale:" + t.Name() + ":"
 	client := sharedRedis.client(t)
+	require.NoError(t, deleteKeys(client, prefix))
 	t.Cleanup(func() { deleteKeys(client, prefix) })
 	s := New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
 	ctx := context.Background()
