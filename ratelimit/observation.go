@@ -113,8 +113,12 @@ func parseHeaders(h http.Header, status int, received time.Time, memo *Parser) O
 	}
 	db := dateBase{received: received, memo: memo}
 	db.date, _ = f.first(fDate)
-	obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = f.retryAfter(&db)
-	obs.ShouldRetry = f.verdict()
+	if f.hasAny(retryAfterFieldSet) {
+		obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = f.retryAfter(&db)
+	}
+	if f.hasAny(verdictFields) {
+		obs.ShouldRetry = f.verdict()
+	}
 	if f.limits {
 		b := policyBuilder{memo: memo}
 		b.build(&f, &db)
@@ -125,6 +129,13 @@ func parseHeaders(h http.Header, status int, received time.Time, memo *Parser) O
 	}
 	return obs
 }
+
+// The fields retryAfter and verdict read: without any of them, they say
+// nothing.
+var (
+	retryAfterFieldSet = fields(fRetryAfterMs, fMsRetryAfterMs, fRetryAfter, fXRateLimitRetryAfterSeconds, fXRetryIn)
+	verdictFields      = fields(fStripeShouldRetry, fXShouldRetry)
+)
 
 func (f *fieldSet) verdict() Verdict {
 	for _, name := range [...]field{fStripeShouldRetry, fXShouldRetry} {
