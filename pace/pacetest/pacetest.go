@@ -402,18 +402,22 @@ func (s *suite) noSharedAfterLoad(t *testing.T) {
 func (s *suite) keysIsolated(t *testing.T) {
 	st := s.store(t)
 	keys := []string{"a", "b", "A", "a ", " a", "ab", "a:", "a:b", "b:a"}
+	// Each state is built once: on a clock that moves, a state built again
+	// later would expire later than the one written.
+	written := make([]pace.State, len(keys))
 	for i, k := range keys {
-		mustCAS(t, st, k, 0, s.small(uint64(i+1), k))
+		written[i] = s.small(uint64(i+1), k)
+		mustCAS(t, st, k, 0, written[i])
 	}
 	for i, k := range keys {
-		requireState(t, s.small(uint64(i+1), k), 1, load(t, st, k),
+		requireState(t, written[i], 1, load(t, st, k),
 			"key %q must hold its own state, not another key's", k)
 	}
 	// Write one key again: only it changes.
 	mustCAS(t, st, "a", 1, s.small(100, "a again"))
 	mustCAS(t, st, "a", 2, s.small(101, "a again"))
 	for i, k := range keys[1:] {
-		requireState(t, s.small(uint64(i+2), k), 1, load(t, st, k),
+		requireState(t, written[i+1], 1, load(t, st, k),
 			"writing key %q must not change key %q", "a", k)
 	}
 	require.False(t, cas(t, st, "b", 3, s.small(1, "x")),
@@ -439,19 +443,22 @@ func oddKeyList() []string {
 func (s *suite) oddKeys(t *testing.T) {
 	st := s.store(t)
 	keys := oddKeyList()
+	written := make([]pace.State, len(keys)) // built once, as in keysIsolated
 	for i, k := range keys {
 		got, err := st.Load(context.Background(), k)
 		require.NoError(t, err, "Load(%q) must not fail", short(k))
 		require.Equal(t, pace.State{}, Normalize(got), "Load(%q) of a key never written must return the zero State", short(k))
-		mustCAS(t, st, k, 0, s.small(uint64(i+1), fmt.Sprintf("key %d", i)))
+		written[i] = s.small(uint64(i+1), fmt.Sprintf("key %d", i))
+		mustCAS(t, st, k, 0, written[i])
 	}
 	for i, k := range keys {
-		requireState(t, s.small(uint64(i+1), fmt.Sprintf("key %d", i)), 1, load(t, st, k),
+		requireState(t, written[i], 1, load(t, st, k),
 			"key %q (key %d) must hold its own state: keys are byte strings, each distinct", short(k), i)
 	}
 	for i, k := range keys {
-		mustCAS(t, st, k, 1, s.small(uint64(i+1000), fmt.Sprintf("key %d again", i)))
-		requireState(t, s.small(uint64(i+1000), fmt.Sprintf("key %d again", i)), 2, load(t, st, k),
+		again := s.small(uint64(i+1000), fmt.Sprintf("key %d again", i))
+		mustCAS(t, st, k, 1, again)
+		requireState(t, again, 2, load(t, st, k),
 			"key %q (key %d) must be replaceable at version 1", short(k), i)
 	}
 }

@@ -139,6 +139,19 @@ func TestJSONStore(t *testing.T) {
 	TestStore(t, func(*testing.T) pace.Store { return newJSONStore(c.Now, "") }, WithClock(c.Now, c.Advance))
 }
 
+// TestJSONStoreMovingClock runs the suite on a clock that moves a
+// millisecond at every reading, as a real one moves between the suite's
+// steps: the suite must compare a store's state with the state it wrote,
+// not with one built again later.
+func TestJSONStoreMovingClock(t *testing.T) {
+	c := newFakeClock()
+	now := func() time.Time {
+		c.Advance(time.Millisecond)
+		return c.Now()
+	}
+	TestStore(t, func(*testing.T) pace.Store { return newJSONStore(c.Now, "") }, WithClock(now, c.Advance))
+}
+
 // TestRealTime runs the suite as it runs for a store on real time (no
 // advance function), with the suite's sleeps moving a fake clock instead.
 func TestRealTime(t *testing.T) {
