@@ -24,29 +24,11 @@ import (
 // TestStoreConformance runs pace's store conformance suite against a real
 // Redis, on Redis's own clock (states expire by PX), failing closed with a
 // generous timeout so that a slow machine shows as an error rather than as
-// a silent fallback; and once more with the default options.
-//
-// The suite's clock is the real one in its Expiry subtest, and frozen at the
-// subtest's start in the others: KeysIsolated and OddKeys build the state
-// they expect again after writing it, Expires included, so on a clock that
-// moves between the two they expect an Expires a little later than the one
-// written (a defect of pacetest's real-clock mode). States that must not
-// expire live an hour, so a frozen reading does not change what Redis keeps.
+// a silent fallback; and once more with the default options. The suite's
+// clock is the real one.
 func TestStoreConformance(t *testing.T) {
 	requireRedis(t)
 	client := sharedRedis.client(t)
-	var (
-		mu     sync.Mutex
-		frozen time.Time // zero: the real clock
-	)
-	now := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		if frozen.IsZero() {
-			return time.Now()
-		}
-		return frozen
-	}
 	for _, tc := range []struct {
 		name string
 		opts []Option
@@ -56,12 +38,6 @@ func TestStoreConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pacetest.TestStore(t, func(t *testing.T) pace.Store {
-				mu.Lock()
-				frozen = time.Now()
-				if strings.HasSuffix(t.Name(), "/Expiry") {
-					frozen = time.Time{}
-				}
-				mu.Unlock()
 				prefix := "conformance:" + t.Name() + ":"
 				require.NoError(t, deleteKeys(client, prefix))
 				t.Cleanup(func() { deleteKeys(client, prefix) })
@@ -72,7 +48,7 @@ func TestStoreConformance(t *testing.T) {
 					}
 				})
 				return s
-			}, pacetest.WithClock(now, nil), pacetest.WithExpiry(300*time.Millisecond, 3*time.Second))
+			}, pacetest.WithExpiry(300*time.Millisecond, 3*time.Second))
 		})
 	}
 }
