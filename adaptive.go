@@ -144,10 +144,26 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			reported = d.Why
 			p.waiting(req, key, wait, d)
 		}
+		if p.mem == nil {
+			// Another process, or another transport on the same store,
+			// changes the key's state without this process hearing of
+			// it: look again soon.
+			wait = min(wait, sharedPoll(wait))
+		}
 		if err := sleepUntilChanged(ctx, clk, wait, kw.changedSince(version)); err != nil {
 			return lease{}, clk.Now().Sub(start), fmt.Errorf("headway: %s for %s: %w", d.Why, key, err)
 		}
 	}
+}
+
+// sharedPoll is how long a request waiting for wait sleeps before it reads
+// a shared store again: often enough that a window another process saw
+// open, or an answer it was waiting for that another process received, is
+// not missed by more than a few milliseconds, and rarely enough for long
+// waits (a pause of an hour) that thousands of waiters do not load the
+// store: a sixteenth of the wait, between 10 ms and 1 s.
+func sharedPoll(wait time.Duration) time.Duration {
+	return min(max(wait/16, 10*time.Millisecond), time.Second)
 }
 
 // reserve asks key's state for a lease at now. On the in-process store the
