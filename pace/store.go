@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,12 +14,17 @@ import (
 // must be safe for concurrent use; package pacetest checks one against this
 // contract.
 type Store interface {
-	// Load returns key's state, or the zero State (Version 0) when the
-	// store has none, or has forgotten it after its Expires.
+	// Load returns key's state. For a key with no state (never written,
+	// or forgotten after its Expires) it returns a State with nothing in
+	// it but its Version: 0, or a version the store keeps so that the
+	// key's versions never go back (see MemoryStore).
 	Load(ctx context.Context, key string) (State, error)
 	// CompareAndSwap replaces key's state with next if its version is
-	// still version (0: the key has no state), giving next the version
-	// version+1, and reports whether it did. The store may forget the key
+	// still version, giving next the version version+1, and reports
+	// whether it did. A key with no state is created at the version Load
+	// returned for it, or at version 0 if the store holds nothing for it
+	// (a store may then give it a version above every one it had before,
+	// so that its versions never go back). The store may forget the key
 	// once next.Expires has passed.
 	CompareAndSwap(ctx context.Context, key string, version uint64, next State) (bool, error)
 }
@@ -99,10 +105,22 @@ func Update(ctx context.Context, store Store, key string, f func(*State) error) 
 
 // MemoryStore is the in-process Store: a map of keys, each behind its own
 // lock, so that keys do not contend. Keys whose state has expired are
-// forgotten as new keys arrive.
+// forgotten as new keys arrive (swept).
+//
+// A key's versions never go back, so that a compare-and-swap at a version
+// loaded before others wrote the key fails, even if the key expired and was
+// swept meanwhile: an expired key keeps its version until it is swept, and
+// a key the store holds nothing for is at the store's floor, a version no
+// lower than any a swept key had, and is created at one above it.
 type MemoryStore struct {
 	now  func() time.Time
 	keys sync.Map // string -> *memEntry
+
+	// floor is the version of every key the store holds no entry for:
+	// Sweep raises it to the version of each entry it removes, before
+	// removing it. Only Load, CompareAndSwap and updates of such keys, and
+	// Sweep, touch it.
+	floor atomic.Uint64
 
 	mu        sync.Mutex
 	added     int // keys added since the last sweep
@@ -126,11 +144,13 @@ func NewMemoryStore(now func() time.Time) *MemoryStore {
 	return &MemoryStore{now: now, sweepAt: 1024}
 }
 
-// Load implements Store.
+// Load implements Store. A key the store holds no state for loads as a
+// State with nothing in it but a version no lower than any it had: 0 until
+// the store has swept a key.
 func (m *MemoryStore) Load(_ context.Context, key string) (State, error) {
 	v, ok := m.keys.Load(key)
 	if !ok {
-		return State{}, nil
+		return State{Version: m.floor.Load()}, nil
 	}
 	e := v.(*memEntry)
 	e.mu.Lock()
@@ -141,28 +161,59 @@ func (m *MemoryStore) Load(_ context.Context, key string) (State, error) {
 	return e.state.clone(), nil
 }
 
-// CompareAndSwap implements Store.
+// CompareAndSwap implements Store. A key the store holds nothing for
+// (never written, or swept) is created at version 0, or at the version
+// Load returned for it if no sweep has raised the store's floor since, and
+// gets the version one above the floor: 1 until the store has swept a key.
 func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint64, next State) (bool, error) {
-	v, ok := m.keys.Load(key)
-	if !ok {
-		if version != 0 {
+	var e *memEntry
+	created := false
+	if v, ok := m.keys.Load(key); ok {
+		e = v.(*memEntry)
+		e.mu.Lock()
+	} else {
+		if version != 0 && version != m.floor.Load() {
 			return false, nil
 		}
-		var loaded bool
-		v, loaded = m.keys.LoadOrStore(key, &memEntry{})
-		if !loaded {
-			m.added1()
-		}
+		e, created = m.create(key)
 	}
-	e := v.(*memEntry)
+	ok := !e.dead && (e.state.Version == version || created && version == 0)
+	if ok {
+		v := e.state.Version
+		e.state = next.clone()
+		e.state.Version = v + 1
+	} else if created {
+		m.forget(key, e) // nothing written: the key stays without an entry
+	}
+	e.mu.Unlock()
+	if created && ok {
+		m.added1()
+	}
+	return ok, nil
+}
+
+// create returns key's entry, locked: a new one, at the store's floor
+// version, if the store had none (created), else the one it has.
+func (m *MemoryStore) create(key string) (e *memEntry, created bool) {
+	e = &memEntry{}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.dead || e.state.Version != version {
-		return false, nil
+	if v, loaded := m.keys.LoadOrStore(key, e); loaded {
+		e = v.(*memEntry)
+		e.mu.Lock()
+		return e, false
 	}
-	e.state = next.clone()
-	e.state.Version = version + 1
-	return true, nil
+	// Read the floor only now that e is in the map, and before anyone can
+	// see its state: a sweep that removed an earlier entry of key raised
+	// the floor to its version before removing it.
+	e.state.Version = m.floor.Load()
+	return e, true
+}
+
+// forget removes e, key's entry, locked by the caller: a writer that still
+// holds it must start again.
+func (m *MemoryStore) forget(key any, e *memEntry) {
+	e.dead = true
+	m.keys.CompareAndDelete(key, e)
 }
 
 // UpdateInPlace implements InPlace: f changes key's state under the key's
@@ -180,16 +231,14 @@ func (m *MemoryStore) UpdateInPlaceAt(now time.Time, key string, f func(*State) 
 
 func (m *MemoryStore) update(key string, now time.Time, haveNow bool, f func(*State) error) error {
 	for {
-		v, ok := m.keys.Load(key)
-		if !ok {
-			var loaded bool
-			v, loaded = m.keys.LoadOrStore(key, &memEntry{})
-			if !loaded {
-				m.added1()
-			}
+		var e *memEntry
+		created := false
+		if v, ok := m.keys.Load(key); ok {
+			e = v.(*memEntry)
+			e.mu.Lock()
+		} else {
+			e, created = m.create(key)
 		}
-		e := v.(*memEntry)
-		e.mu.Lock()
 		if e.dead {
 			e.mu.Unlock()
 			continue // swept meanwhile: the key has a new entry
@@ -208,8 +257,14 @@ func (m *MemoryStore) update(key string, now time.Time, haveNow bool, f func(*St
 			e.state.Version = version + 1
 		} else {
 			e.state.Version = version
+			if created {
+				m.forget(key, e) // nothing written: the key stays without an entry
+			}
 		}
 		e.mu.Unlock()
+		if created && err == nil {
+			m.added1()
+		}
 		return err
 	}
 }
@@ -248,18 +303,28 @@ func (m *MemoryStore) added1() {
 	m.mu.Unlock()
 }
 
+// raiseFloor raises the store's floor to v if it is lower.
+func (m *MemoryStore) raiseFloor(v uint64) {
+	for f := m.floor.Load(); v > f && !m.floor.CompareAndSwap(f, v); f = m.floor.Load() {
+	}
+}
+
 // Sweep forgets the keys whose state has expired and returns how many are
-// kept.
+// kept. The versions of the keys it forgets are not lost: see MemoryStore.
 func (m *MemoryStore) Sweep() int {
 	now := m.now()
 	kept := 0
 	m.keys.Range(func(k, v any) bool {
 		e := v.(*memEntry)
 		e.mu.Lock()
+		if e.dead { // removed meanwhile (by another sweep, or a failed creation)
+			e.mu.Unlock()
+			return true
+		}
 		dead := !e.state.Expires.IsZero() && !now.Before(e.state.Expires)
 		if dead {
-			e.dead = true
-			m.keys.CompareAndDelete(k, e)
+			m.raiseFloor(e.state.Version)
+			m.forget(k, e)
 		} else {
 			kept++
 		}

@@ -3,9 +3,9 @@ package pace_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,12 +94,14 @@ func TestMemoryStoreSweepForgetsOnlyExpiredKeys(t *testing.T) {
 	for i := range 10 {
 		require.Equal(t, pace.State{Seq: uint64(i + 1), Version: 1, Expires: t0.Add(time.Hour)},
 			get(t, m, fmt.Sprintf("new-%d", i)), "a key that has not expired must be kept as it was")
-		require.Equal(t, pace.State{}, get(t, m, fmt.Sprintf("old-%d", i)),
-			"a swept key must be gone (version 0), so that it can be created again")
+		require.Equal(t, pace.State{Version: 1}, get(t, m, fmt.Sprintf("old-%d", i)),
+			"a swept key must be gone, but load at a version no lower than the one it had (1)")
 	}
 	require.Equal(t, uint64(1), get(t, m, "forever").Seq, "a state without Expires never expires")
 	put(t, m, "old-0", 100, t0.Add(time.Hour))
 	require.Equal(t, 12, m.Len())
+	require.Equal(t, uint64(2), get(t, m, "old-0").Version,
+		"a swept key created again must get a version above every one it had")
 }
 
 // waitLocked waits until n goroutines whose stacks contain fn are blocked
@@ -180,7 +182,7 @@ func TestMemoryStoreSweptWriterStartsAgain(t *testing.T) {
 	r := <-done
 	require.NoError(t, r.err)
 	require.Equal(t, 2, calls, "the writer's first compare-and-swap must fail on the swept entry, and it must start again")
-	require.Equal(t, uint64(1), r.s.Version, "the writer must have created the key anew")
+	require.Equal(t, uint64(2), r.s.Version, "the writer must have created the key anew, above its swept version 1")
 	require.Equal(t, r.s, get(t, m, "k"), "the writer's update must be in the store")
 	require.Equal(t, 1, m.Len())
 }
@@ -201,23 +203,15 @@ func TestMemoryStoreReclaimsExpiredKeys(t *testing.T) {
 	require.Equal(t, n, m.Len(),
 		"after %d new keys, the %d expired keys must have been swept, and only they", n, n)
 	for _, i := range []int{0, 1, n / 2, n - 1} {
-		require.Equal(t, pace.State{}, get(t, m, fmt.Sprintf("old-%d", i)), "old-%d must be gone", i)
+		require.Equal(t, pace.State{Version: 1}, get(t, m, fmt.Sprintf("old-%d", i)),
+			"old-%d must be gone, its version kept", i)
 		require.Equal(t, uint64(1), get(t, m, fmt.Sprintf("new-%d", i)).Seq, "new-%d must be kept", i)
 	}
 }
 
-// knownBug skips a test that shows a known defect of pace's code, unless
-// PACE_KNOWN_BUGS is set.
 // casOnly hides a store's InPlace method: Update goes through Load and
 // CompareAndSwap.
 type casOnly struct{ pace.Store }
-
-func knownBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("PACE_KNOWN_BUGS") == "" {
-		t.Skip("known bug, not fixed here (set PACE_KNOWN_BUGS=1 to run): " + why)
-	}
-}
 
 // TestMemoryStoreConcurrentSweeps orders two sweeps so that the second
 // holds the entry of a key that the first removed and that was created
@@ -251,17 +245,16 @@ func TestMemoryStoreConcurrentSweeps(t *testing.T) {
 	put(t, m, "k", 2, c.Now().Add(time.Hour))
 	release2()
 	<-sweptB
-	require.Equal(t, pace.State{Seq: 2, Version: 1, Expires: c.Now().Add(time.Hour)}, get(t, m, "k"),
+	require.Equal(t, pace.State{Seq: 2, Version: 2, Expires: c.Now().Add(time.Hour)}, get(t, m, "k"),
 		"a sweep that reached the key's old entry removed its new one, which had not expired")
 }
 
 // TestMemoryStoreVersionAfterSweep has a writer load an expired key, which
-// is then swept and created again by another writer at the same version:
-// the first writer's compare-and-swap must not overwrite what it never saw.
+// is then swept and created again by another writer: the first writer's
+// compare-and-swap, at the version it loaded, must fail rather than
+// overwrite what it never saw (ABA), so versions must not start again from
+// 0 after a sweep.
 func TestMemoryStoreVersionAfterSweep(t *testing.T) {
-	knownBug(t, "a swept key's version starts again from 0 (pace/store.go, MemoryStore.Sweep), so a writer that "+
-		"loaded it expired at version v succeeds at v on the state created since (ABA): its update overwrites "+
-		"updates it never saw, although MemoryStore.Load says versions never go back")
 	c := newClock()
 	m := pace.NewMemoryStore(c.Now)
 	ctx := context.Background()
@@ -269,12 +262,22 @@ func TestMemoryStoreVersionAfterSweep(t *testing.T) {
 	c.Advance(2 * time.Second)
 
 	inF, goF := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	first := true
+	release := sync.OnceFunc(func() { close(goF) })
+	t.Cleanup(release) // a failure below must not leave the writer waiting
+	type result struct {
+		s     pace.State
+		err   error
+		calls int
+	}
+	done := make(chan result, 1)
 	go func() {
-		_, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
-			if first {
-				first = false
+		// Through Load and CompareAndSwap, f outside the entry's lock (as
+		// a shared store is used): MemoryStore's in-place path would run f
+		// under the lock, and the sweep below would wait for it forever.
+		calls := 0
+		s, err := pace.Update(ctx, casOnly{m}, "k", func(s *pace.State) error {
+			calls++
+			if calls == 1 {
 				close(inF)
 				<-goF
 			}
@@ -282,18 +285,70 @@ func TestMemoryStoreVersionAfterSweep(t *testing.T) {
 			s.Expires = c.Now().Add(time.Hour)
 			return nil
 		})
-		done <- err
+		done <- result{s, err, calls}
 	}()
 	<-inF // the writer loaded version 1, expired
 	require.Equal(t, 0, m.Sweep())
-	_, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
+	require.GreaterOrEqual(t, get(t, m, "k").Version, uint64(1), "a swept key's version must not go back")
+	second, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
 		s.Seq++
 		s.Expires = c.Now().Add(time.Hour)
 		return nil
 	})
 	require.NoError(t, err)
-	close(goF)
-	require.NoError(t, <-done)
+	require.Greater(t, second.Version, uint64(1), "a key created again after a sweep must get a version it never had")
+	release()
+	r := <-done
+	require.NoError(t, r.err)
 	require.Equal(t, uint64(101), get(t, m, "k").Seq,
 		"the first writer's update must build on the second's (Seq 1 + 100), not overwrite it")
+	require.Equal(t, 2, r.calls, "the first writer's compare-and-swap at the version it loaded must fail once")
+	require.Equal(t, second.Version+1, r.s.Version)
+	require.Equal(t, r.s, get(t, m, "k"))
+}
+
+// TestMemoryStoreCreateAfterSweep checks how a key the store holds nothing
+// for is created once a sweep has forgotten versions: above all of them.
+func TestMemoryStoreCreateAfterSweep(t *testing.T) {
+	c := newClock()
+	m := pace.NewMemoryStore(c.Now)
+	ctx := context.Background()
+	require.Equal(t, pace.State{}, get(t, m, "new"), "before any sweep, a key never written loads at version 0")
+	put(t, m, "a", 1, c.Now().Add(time.Second))
+	for v := uint64(1); v < 5; v++ {
+		ok, err := m.CompareAndSwap(ctx, "a", v, pace.State{Seq: v + 1, Expires: c.Now().Add(time.Second)})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	put(t, m, "b", 1, c.Now().Add(time.Second))
+	c.Advance(2 * time.Second)
+	require.Equal(t, pace.State{Version: 5}, get(t, m, "a"), "an expired key keeps its version until it is swept")
+	require.Equal(t, 0, m.Sweep())
+	require.Equal(t, 0, m.Len())
+
+	for _, key := range []string{"a", "b", "new"} {
+		require.Equal(t, pace.State{Version: 5}, get(t, m, key),
+			"after a sweep, a key the store holds nothing for loads above every version it forgot")
+	}
+	for _, v := range []uint64{1, 4, 6} {
+		ok, err := m.CompareAndSwap(ctx, "a", v, pace.State{Seq: 99})
+		require.NoError(t, err)
+		require.False(t, ok, "CompareAndSwap at version %d on a swept key at 5 must fail", v)
+	}
+	require.Equal(t, 0, m.Len(), "a CompareAndSwap that failed must not create the key")
+
+	ok, err := m.CompareAndSwap(ctx, "a", 5, pace.State{Seq: 10})
+	require.NoError(t, err)
+	require.True(t, ok, "CompareAndSwap at the version Load returned must create the key")
+	require.Equal(t, pace.State{Seq: 10, Version: 6}, get(t, m, "a"))
+	ok, err = m.CompareAndSwap(ctx, "b", 0, pace.State{Seq: 20})
+	require.NoError(t, err)
+	require.True(t, ok, "CompareAndSwap at version 0 must still create a key the store holds nothing for")
+	require.Equal(t, pace.State{Seq: 20, Version: 6}, get(t, m, "b"), "but above every version the store forgot")
+
+	boom := fmt.Errorf("boom")
+	require.ErrorIs(t, m.UpdateInPlace(ctx, "new", func(*pace.State) error { return boom }), boom)
+	require.Equal(t, 2, m.Len(), "an update that failed must not leave an entry for a key it would have created")
+	require.NoError(t, m.UpdateInPlace(ctx, "new", func(s *pace.State) error { s.Seq = 30; return nil }))
+	require.Equal(t, pace.State{Seq: 30, Version: 6}, get(t, m, "new"))
 }
