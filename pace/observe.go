@@ -97,6 +97,11 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 				continue
 			}
 			p.missed(s, l)
+			if p.Model == ModelRefill && p.Refill > 0 && l.At.After(p.RefutedAt) {
+				// Granted at the rate (and after the last cut): the
+				// rate is too high.
+				p.refuted(now)
+			}
 			if p.available(s, now) >= 1 {
 				p.Remaining, p.BaseSpent, p.BaseAt = 0, l.spentAt(p.Unit), now
 				if p.Model == ModelWindow && !p.ResetAt.IsZero() {
@@ -128,10 +133,23 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 		// their reset, and the first answer after it says what came back.
 		// A quota that still had room (a server's other limit refused,
 		// such as GitHub's secondary limits) returns then too.
+		// A quota the server's Retry-After says returns sooner than its
+		// reset does (a reset that counts to the end of a sliding window,
+		// or that misleads) returns then too, in part: one request goes
+		// first when the pause ends, and its answer tells.
 		for i := range s.Policies {
 			p := &s.Policies[i]
-			if p.Bucket == bucket && p.Unit == ratelimit.UnitRequests && (p.ResetAt.IsZero() || p.ResetAt.Before(until) || slices.Contains(hadRoom, i)) {
+			if p.Bucket != bucket || p.Unit != ratelimit.UnitRequests {
+				continue
+			}
+			switch {
+			case p.ResetAt.IsZero() || p.ResetAt.Before(until) || slices.Contains(hadRoom, i):
 				p.ResetAt = until
+			case why == "Retry-After" && p.ResetAt.After(until):
+				p.ResetAt = until
+				if p.Model == ModelWindow {
+					p.Model = ModelUnknown
+				}
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,16 +15,6 @@ import (
 	"github.com/headway-go/headway/ratelimit"
 	"github.com/headway-go/headway/ratelimittest"
 )
-
-// bug skips a test of a behaviour that pace's doc comments promise and its
-// code does not have yet, unless PACE_KNOWN_BUGS is set (as in
-// store_test.go): then it runs, and fails.
-func bug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("PACE_KNOWN_BUGS") == "" {
-		t.Skip("BUG: " + what)
-	}
-}
 
 // t0 is the instant every story starts at.
 var t0 = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -641,10 +630,6 @@ func TestExhaustedQuota(t *testing.T) {
 // it brings back: the key pauses as the server asks, and the next request
 // after the pause goes first.
 func TestRefusalAtReset(t *testing.T) {
-	bug(t, "a 429 (r=0) to the request that went first at a window's reset is taken as a refill measurement: "+
-		"observe samples the level (remaining + everything granted) from a refusal, counting the refused request "+
-		"as spent, so the level rises by one: model refill at 0.101/s, and at the end of the 2s Retry-After "+
-		"(+12.2s) the key still waits WhyRefill until +20.1s")
 	q3 := func(r int) http.Header { return ietf(3, 10, r, 10) }
 	newStory(t, nil).play(
 		first(0, "a"),
@@ -1642,16 +1627,12 @@ func TestEmulatedServers(t *testing.T) {
 		require.LessOrEqual(t, e.mostIn(time.Second, 5*time.Second), 7)
 	})
 	t.Run("token bucket with OpenAI's headers (resets: the time until full)", func(t *testing.T) {
-		bug(t, "see TestResetMovedLater: 91 of 387 requests refused in 30s")
 		e := emulate(t, ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 10, Window: time.Second},
 			ratelimittest.OpenAI, 8, 50*time.Millisecond, 30*time.Second)
 		t.Logf("%d sends, %d refused, waits %v", len(e.sends), len(e.refused), e.whys)
 		require.LessOrEqual(t, len(e.refused), 1, "refused: %v", e.refused)
 	})
 	t.Run("sliding log with the IETF fields", func(t *testing.T) {
-		bug(t, "a sliding log of 10 per second (IETF q=10, w=1, t in whole seconds) is taken for a refill "+
-			"measured at 18.8/s (the cap, twice the quota's average), never revised by the 429s that follow: "+
-			"23 of 263 requests refused in 30s (with X-RateLimit's fields, none)")
 		e := emulate(t, ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 10, Window: time.Second},
 			ratelimittest.IETF, 8, 50*time.Millisecond, 30*time.Second)
 		t.Logf("%d sends, %d refused, waits %v", len(e.sends), len(e.refused), e.whys)
@@ -1958,7 +1939,6 @@ func FuzzReserveComplete(f *testing.F) {
 			require.GreaterOrEqual(t, st.RTT, time.Duration(0))
 		}
 		if unbounded != "" {
-			bug(t, "a refusal waits longer than DefaultMaxPause and a day: "+unbounded+" (see TestAbsurdNumbers)")
 			t.Fatalf("a refusal waits longer than DefaultMaxPause and a day: %s", unbounded)
 		}
 	})
@@ -2001,10 +1981,6 @@ func TestSlowAnswerAcrossReset(t *testing.T) {
 		})...)
 	})
 	t.Run("arriving before any request asked in the new window", func(t *testing.T) {
-		bug(t, "policies roll only in Reserve: an answer that arrives after a window's reset but before any "+
-			"Reserve is observed against the old window; a slow answer (r=0, t=10, written when counted at +10.2s, "+
-			"arriving at +20.25s) is adopted as the newest and, the old ResetAt being past, its reset (+30.25s) "+
-			"replaces it: the new window's whole quota is lost, the key waits WhyQuota until +30.25s")
 		newStory(t, nil).play(slices.Concat(setup, []step{
 			answer(ms(20250), "slow", 200, q3(0)),
 			send(ms(20250), "f"),
@@ -2102,9 +2078,6 @@ func TestResetMovedLater(t *testing.T) {
 // At, nothing having changed, goes then; it is not told to ask again a
 // millisecond later, over and over (each ask is a store update).
 func TestDefiniteWaitIsWhenItGoes(t *testing.T) {
-	bug(t, "Policy.hold computes a refill's At without what available() keeps back for others (Foreign*RTT), "+
-		"so a request asking at that At is refused again with At = now+1ms, about a hundred times in a row "+
-		"(refill 5.45/s, Foreign 6/s, RTT 88ms: 97ms of 1ms steps)")
 	y := answered(t, nil, ietf(10, 1, 9, 1))
 	// Others spent 8 between two of our answers: Foreign is learnt.
 	y.play(send(ms(100), "x"), answer(ms(150), "x", 200, ietf(10, 1, 0, 1)))
@@ -2128,5 +2101,24 @@ func TestDefiniteWaitIsWhenItGoes(t *testing.T) {
 			at = d.At.Sub(t0)
 		}
 		require.LessOrEqual(t, asks, 2, "grant %d at +%v took %d asks at definite instants", grant, at, asks)
+	}
+}
+
+// TestAnswersAtOneInstant: on a clock that does not move between a
+// request's sending and its answer (a coarse clock, a fake one, a very near
+// server), an answer cannot be told newer than the base by its instants
+// alone: answers that arrive in any order at the instant the base arrived
+// must not raise what is left (an older, larger count adopted as newer let
+// 11 requests go into a quota of 9).
+func TestAnswersAtOneInstant(t *testing.T) {
+	y := newStory(t, nil)
+	y.play(first(ms(100), "a"), answer(ms(100), "a", 200, ietf(10, 1, 9, 1)))
+	got, _ := y.grants(ms(100), 9, "b", Request{})
+	require.Equal(t, 9, got)
+	// The server counted b0..b8 in order (8 left .. 0 left); the answers
+	// arrive last counted first, all at the same instant.
+	for i := 8; i >= 0; i-- {
+		y.play(answer(ms(100), fmt.Sprint("b", i), 200, ietf(10, 1, 8-i, 1)))
+		require.Zero(t, clone(y).grantsAt(ms(100)), "after b%d's answer (%d left)", i, 8-i)
 	}
 }

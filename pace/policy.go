@@ -28,12 +28,22 @@ func (p *Policy) available(s *State, now time.Time) float64 {
 		base = min(p.capacity(), base+p.rate()*seconds(now.Sub(p.BaseAt)))
 	}
 	avail := base - float64(p.used(s))
-	if p.Foreign > 0 && avail > 0 {
+	if avail > 0 {
 		// Others spend too: keep back what they may spend while a request
 		// of ours is on its way.
-		avail -= p.Foreign * seconds(s.RTT)
+		avail -= p.keptBack(s)
 	}
 	return avail
+}
+
+// keptBack is what available keeps back of a quota with room for others
+// who spend it (another process, another client): what they may spend
+// while a request of ours is on its way.
+func (p *Policy) keptBack(s *State) float64 {
+	if p.Foreign <= 0 {
+		return 0
+	}
+	return p.Foreign * seconds(s.RTT)
 }
 
 // probeOK reports whether one request may go to find out what p's quota
@@ -130,12 +140,13 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (d Decision, ok, prob
 	case p.Model == ModelRefill && p.Refill > 0:
 		d.Why = WhyRefill
 		// Including what others spending the quota keep back (see
-		// available), so that the request goes when it is asked again.
+		// available, which keeps it back only of a quota with room), so
+		// that the request goes when it is asked again.
 		short := need - avail
-		d.At = maxTime(after(now, short/p.rate()), now)
-		if !p.ResetAt.IsZero() && p.ResetAt.Before(d.At) {
-			d.At, d.Why = p.ResetAt, WhyQuota
+		if avail <= 0 {
+			short += p.keptBack(s)
 		}
+		d.At = maxTime(after(now, short/p.rate()), now)
 	case !p.ResetAt.IsZero():
 		d.At = p.ResetAt
 	default:
@@ -243,9 +254,10 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 		// brought back.
 		p.learnReset(s, o.Remaining)
 		p.Settled = true
-	case !l.At.Before(p.BaseAt):
+	case l.At.After(p.BaseAt) || l.At.Equal(p.BaseAt) && l.spentAt(p.Unit) > p.BaseSpent:
 		// Sent after the base answer arrived: the server counted it after
-		// the base, so it is newer.
+		// the base, so it is newer. (At the very instant, as on a coarse
+		// clock, only if it was granted after the base was taken in.)
 	case o.Remaining < p.BaseR:
 		// Sent before the base answer arrived, and counted after it (it
 		// found less left): newer too. (Answers to requests in flight
@@ -269,7 +281,7 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 	if o.Reset%time.Second == 0 {
 		slack += time.Second
 	}
-	if adopt && p.Model == ModelWindow && !resetAt.IsZero() && !p.ResetAt.IsZero() && !l.At.Before(p.BaseAt) &&
+	if adopt && p.Model == ModelWindow && !resetAt.IsZero() && !p.ResetAt.IsZero() &&
 		resetAt.After(p.ResetAt.Add(slack)) {
 		// A newer answer puts the reset well after the window's: the
 		// quota is not a window after all (a bucket whose reset is the
@@ -340,6 +352,9 @@ func (p *Policy) sampleRefill(l *Lease, level float64, full bool, now time.Time)
 	if limit := p.maxRefill(); rate > limit {
 		rate = limit
 	}
+	if p.RefillCap > 0 && rate > p.RefillCap {
+		rate = p.RefillCap
+	}
 	p.Refill = rate
 	switch {
 	case rate >= p.minRefill():
@@ -347,6 +362,21 @@ func (p *Policy) sampleRefill(l *Lease, level float64, full bool, now time.Time)
 	case p.Model == ModelRefill:
 		p.Model = ModelUnknown
 	}
+}
+
+// refuted takes in a refusal of a request granted while p was paced to its
+// refill rate: the rate is too high. It is cut, to at most the quota's
+// average rate (its limit per window) and a tenth below the rate that was
+// refused, and no later measure raises it above that.
+func (p *Policy) refuted(now time.Time) {
+	rate := p.Refill
+	if p.Limit > 0 && p.Window > 0 {
+		rate = min(rate, float64(p.Limit)/seconds(p.Window))
+	}
+	rate = max(0.9*rate, p.minRefill())
+	p.Refill, p.RefillCap, p.RefutedAt = rate, rate, now
+	p.Model = ModelUnknown
+	p.AnchorAt = time.Time{} // measure again from the next answer
 }
 
 // maxRefill bounds a measured rate: twice the quota's average rate.

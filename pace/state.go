@@ -153,6 +153,13 @@ type Policy struct {
 	Model  Model         `json:"model"`
 	Refill float64       `json:"refill,omitempty"`
 	Period time.Duration `json:"period,omitempty"`
+	// RefillCap, when positive, bounds Refill: a refill rate paced to
+	// was refuted by a refusal (a sliding log's returns, measured over a
+	// short span, can look twice as fast as they are on average).
+	// RefutedAt is when it was last cut: refusals of requests granted
+	// before then cut it no further.
+	RefillCap float64   `json:"refill_cap,omitempty"`
+	RefutedAt time.Time `json:"refuted_at,omitempty"`
 	// Rolled is the instant a window was last taken to have reset (the
 	// quota restored at ResetAt): responses to requests granted before
 	// it describe the previous window.

@@ -775,6 +775,8 @@ func FullState(base time.Time, life time.Duration) pace.State {
 			Model:       model,
 			Refill:      1.3888888888888888,
 			Period:      time.Hour - 3,
+			RefillCap:   2.7777777777777777,
+			RefutedAt:   at(-5*time.Second, east),
 			Rolled:      at(-30*time.Minute, nil),
 			Settled:     true,
 			DateReset:   at(30*time.Minute+time.Second, time.UTC),
