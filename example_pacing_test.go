@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/headway-go/headway"
@@ -13,19 +15,42 @@ import (
 	"github.com/headway-go/headway/ratelimittest"
 )
 
-// onFakeTime moves clock on whenever the code under test waits on it, until
-// the returned stop is called: the examples below run minutes of an API's
-// time in milliseconds.
-func onFakeTime(clock *ratelimittest.ManualClock) (stop func()) {
+// onFakeTime moves clock on whenever the code under test waits on it and
+// none of c's requests is on its way, until the returned stop is called:
+// the examples below run minutes of an API's time in milliseconds. (A
+// request on its way over loopback takes real time; were the fake clock
+// to move meanwhile, the server would count it in a later window than the
+// one it was sent in.)
+func onFakeTime(clock *ratelimittest.ManualClock, c *http.Client) (stop func()) {
+	f := &inFlight{next: c.Transport}
+	if f.next == nil {
+		f.next = http.DefaultTransport
+	}
+	c.Transport = f
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for clock.BlockUntilWaiting(ctx, 1) == nil {
-			clock.Advance(10 * time.Millisecond)
+			runtime.Gosched() // what the last step woke goes first
+			if f.n.Load() == 0 {
+				clock.Advance(10 * time.Millisecond)
+			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// inFlight counts the requests on their way.
+type inFlight struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.n.Add(1)
+	defer f.n.Add(-1)
+	return f.next.RoundTrip(r)
 }
 
 // A GitHub-style API with a primary limit (5,000 requests an hour, the
@@ -39,9 +64,10 @@ func Example_gitHub() {
 		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "core", Limit: 5000, Window: time.Hour}),
 		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "secondary", Limit: 10, Window: time.Second}))
 	defer srv.Close()
-	defer onFakeTime(clock)()
+	base := srv.Client()
+	defer onFakeTime(clock, base)()
 
-	client := headway.Wrap(srv.Client(), headway.WithClock(clock))
+	client := headway.Wrap(base, headway.WithClock(clock))
 	var wg sync.WaitGroup
 	for range 40 {
 		wg.Add(1)
@@ -72,9 +98,10 @@ func ExampleContextWithCost() {
 		ratelimittest.WithPolicy(ratelimittest.Policy{Unit: ratelimittest.UnitTokens, Limit: 10000, Window: time.Minute,
 			Cost: ratelimittest.CostFromHeader("X-Estimated-Tokens", 1)}))
 	defer srv.Close()
-	defer onFakeTime(clock)()
+	base := srv.Client()
+	defer onFakeTime(clock, base)()
 
-	client := headway.Wrap(srv.Client(), headway.WithClock(clock), headway.WithMaxWait(2*time.Minute))
+	client := headway.Wrap(base, headway.WithClock(clock), headway.WithMaxWait(2*time.Minute))
 	start := clock.Now()
 	for range 20 {
 		ctx := headway.ContextWithCost(context.Background(), ratelimit.UnitTokens, 2000)
@@ -109,10 +136,11 @@ func ExampleWithQuota() {
 	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.None),
 		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 1000, Window: time.Minute}))
 	defer srv.Close()
-	defer onFakeTime(clock)()
+	base := srv.Client()
+	defer onFakeTime(clock, base)()
 
 	host := "127.0.0.1" // a pattern's host matches without the port
-	client := headway.Wrap(srv.Client(), headway.WithClock(clock), headway.WithMaxWait(5*time.Minute),
+	client := headway.Wrap(base, headway.WithClock(clock), headway.WithMaxWait(5*time.Minute),
 		headway.WithQuota("POST "+host+"/games", 10, time.Minute),
 		headway.WithQuota("GET "+host+"/games/{id}", 120, time.Minute))
 	for i := range 25 {
