@@ -2076,7 +2076,8 @@ func TestResetMovedLater(t *testing.T) {
 
 // TestDefiniteWaitIsWhenItGoes: a request that asks again at a definite
 // At, nothing having changed, goes then; it is not told to ask again a
-// millisecond later, over and over (each ask is a store update).
+// millisecond later, over and over (each ask is a store update). A wake at
+// the server's reset, when it comes before the refill wait, is one more.
 func TestDefiniteWaitIsWhenItGoes(t *testing.T) {
 	y := answered(t, nil, ietf(10, 1, 9, 1))
 	// Others spent 8 between two of our answers: Foreign is learnt.
@@ -2098,9 +2099,14 @@ func TestDefiniteWaitIsWhenItGoes(t *testing.T) {
 				break
 			}
 			require.True(t, d.Definite, "%v: %s", d.Why, d.Detail)
+			if d.Why == WhyQuota {
+				// A wake at the server's reset, sooner than the refill
+				// wait: the server said the quota returns then.
+				asks--
+			}
 			at = d.At.Sub(t0)
 		}
-		require.LessOrEqual(t, asks, 2, "grant %d at +%v took %d asks at definite instants", grant, at, asks)
+		require.LessOrEqual(t, asks, 2, "grant %d at +%v took %d asks at definite instants (not counting resets)", grant, at, asks)
 	}
 }
 

@@ -38,13 +38,20 @@ func (p *Policy) available(s *State, now time.Time) float64 {
 
 // keptBack is what available keeps back of a quota with room for others
 // who spend it (another process, another client): what they may spend
-// while a request of ours is on its way.
+// while a request of ours is on its way. It is bounded, whatever the
+// measures say (a round trip of hours, a rate above the quota's), so that
+// a full quota always has room for a request: by a round trip of at most
+// maxKeptBackRTT, and by all but one unit of the quota's capacity.
 func (p *Policy) keptBack(s *State) float64 {
 	if p.Foreign <= 0 {
 		return 0
 	}
-	return p.Foreign * seconds(s.RTT)
+	return min(p.Foreign*seconds(min(s.RTT, maxKeptBackRTT)), max(p.capacity()-1, 0))
 }
+
+// maxKeptBackRTT bounds the round trip over which keptBack counts what
+// others spend.
+const maxKeptBackRTT = 10 * time.Second
 
 // probeOK reports whether one request may go to find out what p's quota
 // holds, whatever it costs: the first after a reset whose effect is not
@@ -147,6 +154,11 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (d Decision, ok, prob
 			short += p.keptBack(s)
 		}
 		d.At = maxTime(after(now, short/p.rate()), now)
+		if !p.ResetAt.IsZero() && p.ResetAt.Before(d.At) {
+			// The server said the quota returns, at least in part, at
+			// its reset: look again then (which also bounds the wait).
+			d.At, d.Why = p.ResetAt, WhyQuota
+		}
 	case !p.ResetAt.IsZero():
 		d.At = p.ResetAt
 	default:
@@ -160,6 +172,9 @@ func (p *Policy) hold(s *State, now time.Time, cost int64) (d Decision, ok, prob
 			d.Detail = p.describe(s, now) + "; nothing says when it returns"
 		}
 	}
+	// Bounded like a pause: absurd numbers (a remaining of minus a
+	// billion, a window of a century) must not hold a key for years.
+	d.At = minTime(d.At, now.Add(DefaultMaxPause))
 	return d, false, false
 }
 
