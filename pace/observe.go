@@ -233,7 +233,14 @@ func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time
 	if !o.HasReset {
 		return time.Time{}
 	}
-	late := recv.Add(min(o.Reset, maxPause))
+	reset := o.Reset
+	if reset < time.Second && reset%time.Second == 0 {
+		// A reset of 0 in whole seconds (an epoch second equal to the
+		// Date's, a reset already past): within the second, not now.
+		// Taken as now, every answer would restore the quota again.
+		reset = time.Second
+	}
+	late := recv.Add(min(reset, maxPause))
 	p.DateReset = time.Time{}
 	if date.IsZero() || !s.Clock.Known || p.Unaligned || s.Clock.Lo >= s.Clock.Hi || o.Reset%time.Second != 0 || p.Model == ModelRefill {
 		// A reset finer than whole seconds is its own precision; and only

@@ -2128,3 +2128,28 @@ func TestAnswersAtOneInstant(t *testing.T) {
 		require.Zero(t, clone(y).grantsAt(ms(100)), "after b%d's answer (%d left)", i, 8-i)
 	}
 }
+
+// TestResetAtTheDatesSecond: a whole-second reset of 0 (an epoch second
+// equal to the Date's, as go-chi/httprate sends at the start of a second)
+// says the quota returns within the second, not now: taken as now, every
+// answer restored the whole quota, and a 10/s limit saw 45 of 195 attempts
+// refused.
+func TestResetAtTheDatesSecond(t *testing.T) {
+	date := t0 // a whole second
+	h := func(r int) http.Header {
+		return hdr("x-ratelimit-limit", "10", "x-ratelimit-remaining", fmt.Sprint(r),
+			"x-ratelimit-reset", fmt.Sprint(date.Unix()), "Date", date.Format(http.TimeFormat))
+	}
+	y := newStory(t, nil)
+	y.play(first(ms(10), "a"), answerDated(ms(11), "a", 200, h(8), date))
+	got, _ := y.grants(ms(11), 20, "b", Request{})
+	require.LessOrEqual(t, got, 8)
+	for i := range got {
+		y.play(answerDated(ms(12), fmt.Sprint("b", i), 200, h(got-1-i), date))
+		require.Zero(t, clone(y).grantsAt(ms(13)), "after b%d's answer", i)
+	}
+	// Within the second (by the server's words, its reset is within
+	// it), nothing more goes; after it, the quota is asked again.
+	require.Zero(t, clone(y).grantsAt(ms(900)))
+	require.Positive(t, clone(y).grantsAt(ms(1100)))
+}
