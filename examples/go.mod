@@ -8,6 +8,7 @@ replace github.com/headway-go/headway/redisstore => ../redisstore
 
 require (
 	github.com/dunglas/httpsfv v1.1.2
+	github.com/go-chi/httprate v0.16.1
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/headway-go/headway v0.0.0-00010101000000-000000000000
 	github.com/headway-go/headway/redisstore v0.0.0-00010101000000-000000000000
@@ -19,6 +20,8 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
