@@ -382,7 +382,11 @@ func (p *Policy) sampleRefill(l *Lease, level float64, full bool, now time.Time)
 // refuted takes in a refusal of a request granted while p was paced to its
 // refill rate: the rate is too high. It is cut, to at most the quota's
 // average rate (its limit per window) and a tenth below the rate that was
-// refused, and no later measure raises it above that.
+// refused, and no later measure raises it above that (for as long as the
+// key's state lives). The quota is paced by its resets again until
+// answers measure the refill anew: a sliding log, whose returns come a
+// window after its spending, looks like a refill when measured over a
+// short span, and is not one.
 func (p *Policy) refuted(now time.Time) {
 	rate := p.Refill
 	if p.Limit > 0 && p.Window > 0 {
