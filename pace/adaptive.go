@@ -34,7 +34,43 @@ type Adaptive struct {
 	// until the first 429.
 	Accepted int       `json:"accepted,omitempty"`
 	First    time.Time `json:"first,omitempty"`
+	// Streak counts the key's 429s without headers since the last answer
+	// it accepted (those to requests sent after the one before), the
+	// last of which arrived at Backed.
+	Streak int       `json:"streak,omitempty"`
+	Backed time.Time `json:"backed,omitempty"`
 }
+
+// backOff returns how long the key pauses after a 429 without rate-limit
+// headers or Retry-After, to a request sent at sent, received at now: none
+// for the first since the last answer accepted (the rate's cut may be
+// enough) nor for a request in flight before the last (the same refusal);
+// then a request's interval at the learnt rate (10 to 100 ms), doubled
+// with each further refusal, up to maxBackOff. A fixed window that a rate cannot see
+// refuses everything until it rolls: paced requests would each earn a 429
+// until then; with the pause, and one request first after it (the key's
+// probe), a few do.
+func (a *Adaptive) backOff(now, sent time.Time) time.Duration {
+	if a.Streak > 0 && sent.Before(a.Backed) {
+		return 0 // in flight before the last refusal: the same refusal
+	}
+	a.Streak++
+	a.Backed = now
+	if a.Streak == 1 {
+		return 0 // the first: the rate's cut may be enough
+	}
+	step := time.Duration(float64(time.Second) / a.Rate(now))
+	step = min(max(step, minBackOff), firstBackOff)
+	return min(step<<min(a.Streak-2, 16), maxBackOff)
+}
+
+// The bounds of the first pause after a 429 without headers, and the
+// longest.
+const (
+	minBackOff   = 10 * time.Millisecond
+	firstBackOff = 100 * time.Millisecond
+	maxBackOff   = 8 * time.Second
+)
 
 // cutCooldown is the least time between two cuts of the rate.
 const cutCooldown = 500 * time.Millisecond
@@ -117,6 +153,7 @@ func (a *Adaptive) accepted(now time.Time) {
 	if !a.On {
 		a.Accepted++
 	}
+	a.Streak = 0
 }
 
 // refund gives back the token of a request that never left.

@@ -118,6 +118,9 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 				ra = obs.RetryAfter
 			}
 			s.Adaptive.throttle(now, l.At, ra)
+			if pause <= 0 {
+				pause, why = s.Adaptive.backOff(now, l.At), "429 without rate-limit headers"
+			}
 		}
 	}
 	if pause <= 0 {

@@ -2153,3 +2153,57 @@ func TestResetAtTheDatesSecond(t *testing.T) {
 	require.Zero(t, clone(y).grantsAt(ms(900)))
 	require.Positive(t, clone(y).grantsAt(ms(1100)))
 }
+
+// TestAdaptiveBacksOffWhileRefused: without headers or Retry-After, a
+// fixed window that has run out refuses everything until it rolls, which a
+// rate cannot see. The first 429 cuts the rate; each further one, to a
+// request sent after the last, pauses the key for a doubling time, with
+// one request first after the pause; an accepted answer ends the streak.
+func TestAdaptiveBacksOffWhileRefused(t *testing.T) {
+	y := newStory(t, nil)
+	y.play(first(0, "a"), answer(ms(50), "a", 200, nil))
+	got, _ := y.grants(ms(100), 50, "w", Request{})
+	require.Equal(t, 50, got)
+	y.play(answer(ms(200), "w0", 429, nil))
+	require.True(t, y.st.Adaptive.On)
+	require.False(t, y.st.PauseUntil.After(t0.Add(ms(200))), "the first 429 only cuts the rate")
+	// The rest of the burst was in flight before it: no pause either.
+	y.play(answer(ms(201), "w1", 429, nil))
+	require.False(t, y.st.PauseUntil.After(t0.Add(ms(201))))
+
+	var pauses []time.Duration
+	at := ms(300)
+	for i := range 4 {
+		d := y.st.Reserve(t0.Add(at), Request{}, nil)
+		if !d.OK {
+			at = d.At.Sub(t0)
+			d = y.st.Reserve(t0.Add(at), Request{}, nil)
+		}
+		require.True(t, d.OK, "refusal %d: %v %s", i, d.Why, d.Detail)
+		name := fmt.Sprint("r", i)
+		y.leases[name] = d.Lease
+		at += ms(10)
+		y.play(answer(at, name, 429, nil))
+		pause := y.st.PauseUntil.Sub(t0.Add(at))
+		require.Positive(t, pause, "refusal %d pauses the key", i)
+		require.Equal(t, y.st.PauseUntil, y.st.ProbeAfter, "one request first after the pause")
+		pauses = append(pauses, pause)
+		at += pause
+	}
+	for i := 1; i < len(pauses); i++ {
+		require.Equal(t, 2*pauses[i-1], pauses[i], "pauses %v double", pauses)
+	}
+	require.LessOrEqual(t, pauses[0], ms(100))
+
+	// An accepted answer ends the streak.
+	d := y.st.Reserve(t0.Add(at), Request{}, nil)
+	if !d.OK {
+		at = d.At.Sub(t0)
+		d = y.st.Reserve(t0.Add(at), Request{}, nil)
+	}
+	require.True(t, d.OK, "%v %s", d.Why, d.Detail)
+	y.leases["ok"] = d.Lease
+	at += ms(10)
+	y.play(answer(at, "ok", 200, nil))
+	require.Zero(t, y.st.Adaptive.Streak)
+}

@@ -813,6 +813,8 @@ func FullState(base time.Time, life time.Duration) pace.State {
 			Since:     at(-400*time.Millisecond, west),
 			Accepted:  1234,
 			First:     at(-time.Hour, time.UTC),
+			Streak:    3,
+			Backed:    at(-2*time.Second, west),
 		},
 		Quotas: []pace.QuotaState{
 			{Sends: []time.Time{at(-3*time.Second, nil), at(-2*time.Second, east), at(-1, west)}, Tokens: 1.5, Filled: at(-1, nil)},
