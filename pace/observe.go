@@ -54,7 +54,7 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 			// the first time): take it as the bucket's latest grant.
 			l.Bucket, l.Spent = p.Bucket, s.spentAll(p.Bucket)
 		}
-		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date, cfg.maxPause()), obs.Status == http.StatusTooManyRequests)
+		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date, cfg.maxPause()), a.Date, obs.Status == http.StatusTooManyRequests)
 	}
 	if !s.ProbeAfter.IsZero() && !l.At.Before(s.ProbeAfter) {
 		s.ProbeAfter = time.Time{}
@@ -97,6 +97,10 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 				continue
 			}
 			p.missed(s, l)
+			if p.Guessed && !l.At.Before(p.Rolled) {
+				// The window's end was guessed too early.
+				p.Guessed, p.GuessRefuted = false, true
+			}
 			if p.Model == ModelRefill && p.Refill > 0 && l.At.After(p.RefutedAt) {
 				// Granted at the rate (and after the last cut): the
 				// rate is too high.

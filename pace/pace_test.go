@@ -2207,3 +2207,56 @@ func TestAdaptiveBacksOffWhileRefused(t *testing.T) {
 	y.play(answer(at, "ok", 200, nil))
 	require.Zero(t, y.st.Adaptive.Streak)
 }
+
+// TestAnchoredWindowGuessed: a server that starts a window at a client's
+// first request after the last one ended, and writes its reset as a Unix
+// second rounded up (express-rate-limit's X-RateLimit-Reset), puts each
+// window's reset up to a second after its true end. Once a fresh window's
+// first answer shows it, the key goes at the window's inferred end (one
+// request first), not at the rounded second; a guess refused ends the
+// guessing.
+func TestAnchoredWindowGuessed(t *testing.T) {
+	h := func(r int, reset time.Duration, date time.Time) http.Header {
+		return hdr("x-ratelimit-limit", "3", "x-ratelimit-remaining", fmt.Sprint(r),
+			"x-ratelimit-reset", fmt.Sprint(t0.Add(reset).Unix()), "Date", date.Format(http.TimeFormat))
+	}
+	dated := func(at time.Duration, name string, status, r int, reset time.Duration) step {
+		date := t0.Add(at).Truncate(time.Second)
+		return answerDated(at, name, status, h(r, reset, date), date)
+	}
+	// The first window starts at +0.4s and ends at +1.4s: reset 2.
+	y := newStory(t, nil)
+	y.play(first(ms(400), "a"), dated(ms(410), "a", 200, 2, sec(2)))
+	got, _ := y.grants(ms(410), 5, "b", Request{})
+	require.Equal(t, 2, got)
+	y.play(dated(ms(420), "b0", 200, 1, sec(2)), dated(ms(420), "b1", 200, 0, sec(2)))
+	// Nothing says yet that the window is anchored: the key waits for
+	// the rounded second, and one request goes first.
+	d := y.st.Reserve(t0.Add(ms(500)), Request{}, nil)
+	require.False(t, d.OK)
+	at := d.At.Sub(t0)
+	require.InDelta(t, float64(sec(2)), float64(at), float64(ms(10)), "at +%v", at)
+	d = y.st.Reserve(t0.Add(at), Request{}, nil)
+	require.True(t, d.OK)
+	y.leases["c"] = d.Lease
+	// The fresh window began with c, just after +2s: it ends just after
+	// +3s, which the server rounds up to 4.
+	y.play(dated(at+ms(10), "c", 200, 2, sec(4)))
+	require.True(t, y.st.Policies[0].Guessed)
+	got, _ = y.grants(at+ms(10), 5, "e", Request{})
+	require.Equal(t, 2, got)
+	y.play(dated(at+ms(20), "e0", 200, 1, sec(4)), dated(at+ms(20), "e1", 200, 0, sec(4)))
+	d = y.st.Reserve(t0.Add(at+ms(30)), Request{}, nil)
+	require.False(t, d.OK)
+	next := d.At.Sub(t0)
+	require.InDelta(t, float64(at+sec(1)), float64(next), float64(ms(10)), "the window's end, at +%v, not +4s", next)
+
+	// At the guess, one request goes first; refused, it ends the guessing.
+	g := y.st.Reserve(t0.Add(next), Request{}, nil)
+	require.True(t, g.OK)
+	require.False(t, y.st.Reserve(t0.Add(next), Request{}, nil).OK, "one request first")
+	y.leases["g"] = g.Lease
+	y.play(answerDated(next+ms(10), "g", 429, with(h(0, sec(4), t0.Add(sec(3))), "Retry-After", "1"), t0.Add(sec(3))))
+	require.True(t, y.st.Policies[0].GuessRefuted)
+	require.False(t, y.st.Policies[0].Guessed)
+}

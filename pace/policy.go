@@ -81,7 +81,8 @@ func (p *Policy) roll(s *State, now time.Time) {
 		return
 	}
 	p.RolledDate = p.DateReset
-	if p.Model == ModelWindow && p.Limit > 0 && (p.RolledDate.IsZero() || p.DateTrusted) {
+	guessed := p.Guessed // cleared by the answer that confirms it
+	if p.Model == ModelWindow && p.Limit > 0 && !guessed && (p.RolledDate.IsZero() || p.DateTrusted) {
 		// Requests still in flight may be counted in the new window.
 		p.Remaining = p.Limit
 		p.BaseSpent = s.spentIn(p.Bucket, p.Unit) - s.inFlightIn(p.Bucket, p.Unit)
@@ -101,10 +102,72 @@ func (p *Policy) roll(s *State, now time.Time) {
 	p.Rolled = p.ResetAt
 	p.Settled = false
 	p.ResetAt = time.Time{}
-	if p.Model == ModelWindow && p.RolledDate.IsZero() {
+	if p.Model == ModelWindow && p.RolledDate.IsZero() && !guessed {
 		p.Model = ModelUnknown
 	}
 }
+
+// guessAnchored infers the reset of a window that the answer to l, the
+// first request after the last reset, shows fresh, when the server writes
+// its reset in whole seconds rounded up (an epoch second, as
+// express-rate-limit's X-RateLimit-Reset) and starts a window at a
+// client's first request after the last one ended: waiting for the
+// rounded second costs up to a second per window (1.9x the ideal on a 1 s
+// window). A window that began with l, sent early in a second, whose
+// rounded reset lies over half a second past a whole number of seconds
+// after l, is taken to last that whole number of seconds, less the second
+// the rounding added: it ends then, and one request goes first to confirm
+// it. When the window's length is known, the guess must match it (else the
+// window is aligned to the clock, not to l); when it is not, a window
+// aligned to the clock can be taken for one that is not, once: a guess
+// that comes too early (a refusal) ends the guessing for the policy.
+func (p *Policy) guessAnchored(s *State, l *Lease, o *ratelimit.Policy, date time.Time) {
+
+	if p.GuessRefuted || p.Model != ModelWindow || date.IsZero() || !s.Clock.Known || o.Reset%time.Second != 0 || o.Reset < 2*time.Second || !absoluteResets(o.Dialect) {
+		return
+	}
+	// The rounded reset in this clock's time (the clocks taken to agree
+	// unless the Date bounds say otherwise), and its distance from the
+	// window's first request: w plus what the rounding added, less the
+	// part of a second that request was sent into.
+	reset := date.Add(o.Reset).Add(min(max(0, s.Clock.Lo), s.Clock.Hi))
+	span := reset.Sub(l.At)
+	frac := span - span.Truncate(time.Second)
+	if frac > anchorSlack || frac <= anchorSlack/10 {
+		// Sent into the first half of a second (or so near a whole
+		// second that the clocks blur it): the rounding cost over half a
+		// second, and the window's length is span rounded, less 1 s.
+		w := span.Round(time.Second) - time.Second
+		if known := max(p.Window, p.Period); known > 0 && w != known {
+			// A window of known length: a reset at its end from the
+			// request is not rounded up; it is aligned to the clock.
+			return
+		}
+		if w >= time.Second {
+			p.ResetAt, p.Guessed = l.At.Add(w+anchorMargin), true
+		}
+	}
+}
+
+// absoluteResets reports whether d's servers write a reset as an instant
+// (a Unix second, a date), which rounds up to a whole second of the clock;
+// a delay (IETF's, OpenAI's) rounds up from the instant it was written.
+func absoluteResets(d ratelimit.Dialect) bool {
+	switch d {
+	case ratelimit.DialectXRateLimit, ratelimit.DialectXRateLimitHyphenated, ratelimit.DialectGitHub,
+		ratelimit.DialectGitLab, ratelimit.DialectAnthropic:
+		return true
+	}
+	return false
+}
+
+// anchorSlack is the least rounding in a reset bound that guessAnchored
+// takes for a whole second's rounding up, and anchorMargin what it adds to
+// the guessed end of a window.
+const (
+	anchorSlack  = 500 * time.Millisecond
+	anchorMargin = 5 * time.Millisecond
+)
 
 // nextReset returns the first reset after now of a window whose last reset
 // was p.ResetAt, or zero when the period is unknown.
@@ -232,8 +295,8 @@ func minTime(a, b time.Time) time.Time {
 
 // observe takes in what a response to lease l, granted at l.At and answered
 // at now, says of p's quota (o), its reset bound being resetAt (zero when
-// unknown).
-func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy, resetAt time.Time, refused bool) {
+// unknown) and the response's Date date (zero when none).
+func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy, resetAt, date time.Time, refused bool) {
 	if o.HasLimit {
 		p.Limit = o.Limit
 	}
@@ -267,8 +330,10 @@ func (p *Policy) observe(s *State, now time.Time, l *Lease, o *ratelimit.Policy,
 	case newWindow:
 		// The first answer from after a reset: it says what the reset
 		// brought back.
+		p.Guessed = false // confirmed, if it was a guess
 		p.learnReset(s, o.Remaining)
 		p.Settled = true
+		defer p.guessAnchored(s, l, o, date)
 	case l.At.After(p.BaseAt) || l.At.Equal(p.BaseAt) && l.spentAt(p.Unit) > p.BaseSpent:
 		// Sent after the base answer arrived: the server counted it after
 		// the base, so it is newer. (At the very instant, as on a coarse

@@ -156,6 +156,12 @@ type Policy struct {
 	// RefillCap, when positive, bounds Refill: a refill rate paced to
 	// was refuted by a refusal (a sliding log's returns, measured over a
 	// short span, can look twice as fast as they are on average).
+	// Guessed reports that ResetAt was inferred for a window that starts
+	// at its first request, from a whole-second reset rounded up (see
+	// guessAnchored): at that instant one request goes first. GuessRefuted
+	// reports that a guess came too early, and no more are made.
+	Guessed      bool `json:"guessed,omitempty"`
+	GuessRefuted bool `json:"guess_refuted,omitempty"`
 	// RefutedAt is when it was last cut: refusals of requests granted
 	// before then cut it no further.
 	RefillCap float64   `json:"refill_cap,omitempty"`

@@ -77,7 +77,7 @@ func TestTrace(t *testing.T) {
 	if *trace == "" {
 		t.Skip("-sim.trace not set")
 	}
-	for _, s := range grid() {
+	for _, s := range append(grid(), scenarios()...) {
 		if s.Name != *trace {
 			continue
 		}
