@@ -97,6 +97,11 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 				continue
 			}
 			p.missed(s, l)
+			if p.Model == ModelWindow && !p.Rolled.IsZero() && !l.At.Before(p.Rolled) && l.At.Sub(p.Rolled) <= max(2*s.RTT, 50*time.Millisecond) {
+				// The quota a reset restored whole was refused at once:
+				// not a window (a sliding one, say).
+				p.NoWindow, p.Model = true, ModelUnknown
+			}
 			if p.Guessed && !l.At.Before(p.Rolled) {
 				// The window's end was guessed too early.
 				p.Guessed, p.GuessRefuted = false, true
@@ -108,7 +113,7 @@ func (s *State) refused(now time.Time, l *Lease, obs *ratelimit.Observation, buc
 			}
 			if p.available(s, now) >= 1 {
 				p.Remaining, p.BaseSpent, p.BaseAt = 0, l.spentAt(p.Unit), now
-				if p.Model == ModelWindow && !p.ResetAt.IsZero() {
+				if p.Model == ModelWindow {
 					p.Model = ModelUnknown
 				}
 				hadRoom = append(hadRoom, i)

@@ -2260,3 +2260,34 @@ func TestAnchoredWindowGuessed(t *testing.T) {
 	require.True(t, y.st.Policies[0].GuessRefuted)
 	require.False(t, y.st.Policies[0].Guessed)
 }
+
+// TestWholeQuotaRefusedAtReset: a quota taken for a window, whose whole
+// quota restored at a reset is refused at once (a sliding window, which a
+// pause makes look fresh), is no window: later answers that look fresh do
+// not make it one again, and no reset restores the whole quota blindly.
+func TestWholeQuotaRefusedAtReset(t *testing.T) {
+	q3 := func(r int) http.Header { return ietf(3, 10, r, 10) }
+	y := newStory(t, nil)
+	y.play(
+		first(0, "a"),
+		answer(ms(100), "a", 200, q3(2)),
+		send(ms(200), "b"), send(ms(200), "c"),
+		answer(ms(300), "b", 200, q3(1)), answer(ms(300), "c", 200, q3(0)),
+		goesFirst(ms(10100), "d"),
+		answer(ms(10200), "d", 200, q3(2)),
+		check(ms(10200), modelIs(ModelWindow)),
+		send(ms(10200), "e"), send(ms(10200), "f"),
+		answer(ms(10300), "e", 200, q3(1)), answer(ms(10300), "f", 200, q3(0)),
+	)
+	// The next reset restores the window whole, and it is refused at once.
+	got, _ := y.grants(ms(20200), 3, "g", Request{})
+	require.Equal(t, 3, got)
+	for i := range 3 {
+		y.play(answer(ms(20250), fmt.Sprint("g", i), 429, hdr("Retry-After", "1")))
+	}
+	require.True(t, y.st.Policies[0].NoWindow)
+	// After the pause, one request goes first; its answer looks like a
+	// fresh window's, and is not taken for one.
+	y.play(goesFirst(ms(21250), "h"), answer(ms(21300), "h", 200, q3(2)))
+	require.NotEqual(t, ModelWindow, y.st.Policies[0].Model)
+}

@@ -476,7 +476,7 @@ func (p *Policy) maxRefill() float64 {
 // every request granted since the roll.
 func (p *Policy) learnReset(s *State, remaining int64) {
 	ours := s.spentIn(p.Bucket, p.Unit) - p.BaseSpent + s.inFlightBefore(p)
-	if p.Limit > 0 && remaining+ours >= p.Limit-1 {
+	if p.Limit > 0 && remaining+ours >= p.Limit-1 && !p.NoWindow {
 		p.Model = ModelWindow
 		if p.Window > 0 {
 			p.Period = p.Window

@@ -156,6 +156,11 @@ type Policy struct {
 	// RefillCap, when positive, bounds Refill: a refill rate paced to
 	// was refuted by a refusal (a sliding log's returns, measured over a
 	// short span, can look twice as fast as they are on average).
+	// NoWindow reports that a window's whole quota, restored at a reset,
+	// was refused at once: whatever the answers after a reset look like
+	// (a sliding window's, after a pause, look like a fresh window's), each
+	// reset lets one request go first, and its answer says what is left.
+	NoWindow bool `json:"no_window,omitempty"`
 	// Guessed reports that ResetAt was inferred for a window that starts
 	// at its first request, from a whole-second reset rounded up (see
 	// guessAnchored): at that instant one request goes first. GuessRefuted

@@ -779,6 +779,7 @@ func FullState(base time.Time, life time.Duration) pace.State {
 			RefutedAt:    at(-5*time.Second, east),
 			Guessed:      true,
 			GuessRefuted: true,
+			NoWindow:     true,
 			Rolled:       at(-30*time.Minute, nil),
 			Settled:      true,
 			DateReset:    at(30*time.Minute+time.Second, time.UTC),
