@@ -54,7 +54,7 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 			// the first time): take it as the bucket's latest grant.
 			l.Bucket, l.Spent = p.Bucket, s.spentAll(p.Bucket)
 		}
-		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date, cfg.maxPause()), a.Date, obs.Status == http.StatusTooManyRequests)
+		p.observe(s, now, &l, o, s.resetBound(p, o, l.At, now, a.Date, cfg.maxPause(), obs.Status == http.StatusTooManyRequests), a.Date, obs.Status == http.StatusTooManyRequests)
 	}
 	if !s.ProbeAfter.IsZero() && !l.At.Before(s.ProbeAfter) {
 		s.ProbeAfter = time.Time{}
@@ -241,7 +241,7 @@ func (s *State) policy(bucket string, o *ratelimit.Policy) *Policy {
 // to its length), the reset is exactly the server's Date plus the reset, in
 // the server's time; with the clocks' offset that is much sharper, so it is
 // used while it has not proved wrong (see missed).
-func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time.Time, maxPause time.Duration) time.Time {
+func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time.Time, maxPause time.Duration, refused bool) time.Time {
 	if !o.HasReset {
 		return time.Time{}
 	}
@@ -250,9 +250,19 @@ func (s *State) resetBound(p *Policy, o *ratelimit.Policy, sent, recv, date time
 		// A reset of 0 in whole seconds (an epoch second equal to the
 		// Date's, a reset already past): within the second, not now.
 		// Taken as now, every answer would restore the quota again.
+		if refused && p.LateReset.After(recv) && p.LateReset.Before(recv.Add(time.Second)) {
+			// Refused: the window has not rolled, and an earlier
+			// answer's bound (its arrival plus its reset) says when
+			// within the second it does (a server that rounds its reset
+			// down, or whose windows are not on its clock's seconds).
+			return p.LateReset
+		}
 		reset = time.Second
 	}
 	late := recv.Add(min(reset, maxPause))
+	if o.Reset > 0 && (!p.LateReset.After(recv) || late.Before(p.LateReset)) {
+		p.LateReset = late
+	}
 	p.DateReset = time.Time{}
 	if date.IsZero() || !s.Clock.Known || p.Unaligned || s.Clock.Lo >= s.Clock.Hi || o.Reset%time.Second != 0 || p.Model == ModelRefill {
 		// A reset finer than whole seconds is its own precision; and only

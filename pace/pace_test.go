@@ -2291,3 +2291,36 @@ func TestWholeQuotaRefusedAtReset(t *testing.T) {
 	y.play(goesFirst(ms(21250), "h"), answer(ms(21300), "h", 200, q3(2)))
 	require.NotEqual(t, ModelWindow, y.st.Policies[0].Model)
 }
+
+// TestDateResetTooEarlyFallsBack: a server whose windows start at a
+// client's first request and whose epoch reset is rounded down
+// (ulule/limiter) makes the reset derived from its Date come early: the
+// request sent then is refused with a reset of 0. The key then waits for
+// the bound an earlier answer gave (its arrival plus its reset), not a
+// whole second more.
+func TestDateResetTooEarlyFallsBack(t *testing.T) {
+	h := func(r int, reset time.Duration, date time.Time) http.Header {
+		return hdr("x-ratelimit-limit", "5", "x-ratelimit-remaining", fmt.Sprint(r),
+			"x-ratelimit-reset", fmt.Sprint(t0.Add(reset).Unix()), "Date", date.Format(http.TimeFormat))
+	}
+	// The window runs from +393ms to +1.393s; the server says reset 1
+	// (rounded down) and Date 0.
+	y := newStory(t, nil)
+	y.play(first(ms(393), "a"), answerDated(ms(394), "a", 200, h(4, sec(1), t0), t0))
+	got, _ := y.grants(ms(394), 10, "b", Request{})
+	require.Equal(t, 4, got)
+	for i := range got {
+		y.play(answerDated(ms(395), fmt.Sprint("b", i), 200, h(3-i, sec(1), t0), t0))
+	}
+	d := y.st.Reserve(t0.Add(ms(500)), Request{}, nil)
+	require.False(t, d.OK)
+	at := d.At.Sub(t0)
+	require.Less(t, at, ms(1100), "the reset derived from the Date")
+	p := y.st.Reserve(t0.Add(at), Request{}, nil)
+	require.True(t, p.OK)
+	y.leases["p"] = p.Lease
+	y.play(answerDated(at+ms(1), "p", 429, h(0, sec(1), t0.Add(sec(1))), t0.Add(sec(1))))
+	d = y.st.Reserve(t0.Add(at+ms(2)), Request{}, nil)
+	require.False(t, d.OK)
+	require.InDelta(t, float64(ms(1394)), float64(d.At.Sub(t0)), float64(ms(10)), "%v until +%v: %s", d.Why, d.At.Sub(t0), d.Detail)
+}

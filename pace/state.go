@@ -156,6 +156,10 @@ type Policy struct {
 	// RefillCap, when positive, bounds Refill: a refill rate paced to
 	// was refuted by a refusal (a sliding log's returns, measured over a
 	// short span, can look twice as fast as they are on average).
+	// LateReset is the soonest bound on the quota's return that an answer
+	// gave as its arrival plus its reset, while it lies ahead: where a
+	// reset derived from the server's Date came too early, it says when.
+	LateReset time.Time `json:"late_reset,omitempty"`
 	// NoWindow reports that a window's whole quota, restored at a reset,
 	// was refused at once: whatever the answers after a reset look like
 	// (a sliding window's, after a pause, look like a fresh window's), each

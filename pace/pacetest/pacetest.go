@@ -780,6 +780,7 @@ func FullState(base time.Time, life time.Duration) pace.State {
 			Guessed:      true,
 			GuessRefuted: true,
 			NoWindow:     true,
+			LateReset:    at(3*time.Second, east),
 			Rolled:       at(-30*time.Minute, nil),
 			Settled:      true,
 			DateReset:    at(30*time.Minute+time.Second, time.UTC),
