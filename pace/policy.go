@@ -122,7 +122,6 @@ func (p *Policy) roll(s *State, now time.Time) {
 // aligned to the clock can be taken for one that is not, once: a guess
 // that comes too early (a refusal) ends the guessing for the policy.
 func (p *Policy) guessAnchored(s *State, l *Lease, o *ratelimit.Policy, date time.Time) {
-
 	if p.GuessRefuted || p.Model != ModelWindow || date.IsZero() || !s.Clock.Known || o.Reset%time.Second != 0 || o.Reset < 2*time.Second || !absoluteResets(o.Dialect) {
 		return
 	}
