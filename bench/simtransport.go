@@ -1,11 +1,10 @@
 package bench
 
 import (
-	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"time"
+
+	"github.com/headway-go/headway/internal/sim"
 )
 
 // SimTransport is an http.RoundTripper that serves each request with
@@ -22,38 +21,5 @@ type SimTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *SimTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		_, err := io.Copy(io.Discard, req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := sleepCtx(req.Context(), t.RTT/2); err != nil {
-		return nil, err
-	}
-	rec := httptest.NewRecorder()
-	t.Handler.ServeHTTP(rec, req)
-	resp := rec.Result()
-	resp.Request = req
-	if err := sleepCtx(req.Context(), t.RTT-t.RTT/2); err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	return resp, nil
-}
-
-// sleepCtx waits for d or until ctx is done, returning ctx.Err() then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sim.Transport{Handler: t.Handler, RTT: t.RTT}.RoundTrip(req)
 }

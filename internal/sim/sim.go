@@ -116,36 +116,47 @@ func (s *Scenario) handler(clock ratelimittest.Clock) *ratelimittest.Handler {
 	return h
 }
 
-// transport serves requests with h in memory, each way taking half the RTT.
-type transport struct {
-	h     http.Handler
-	rtt   time.Duration
-	trace func(at time.Duration, status int, h http.Header)
-	start time.Time
+// Transport is an http.RoundTripper that serves each request with Handler
+// in memory, each way taking half of RTT: the request reaches the handler
+// RTT/2 after it is sent and the response is back RTT/2 later. The waits
+// are timers, so inside a testing/synctest bubble they take virtual time.
+// A context that ends during either half ends the round trip with its
+// error. Trace, when set, is called with each response the handler wrote,
+// at its time since Start. It is safe for concurrent use.
+type Transport struct {
+	Handler http.Handler
+	RTT     time.Duration
+	Trace   func(at time.Duration, status int, h http.Header)
+	Start   time.Time
 }
 
-func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip implements http.RoundTripper.
+func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
-		io.Copy(io.Discard, req.Body)
+		_, err := io.Copy(io.Discard, req.Body)
 		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err := sleep(req.Context(), t.rtt/2); err != nil {
+	if err := sleep(req.Context(), t.RTT/2); err != nil {
 		return nil, err
 	}
 	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	if t.trace != nil {
-		t.trace(time.Since(t.start), rec.Code, rec.Header())
+	t.Handler.ServeHTTP(rec, req)
+	if t.Trace != nil {
+		t.Trace(time.Since(t.Start), rec.Code, rec.Header())
 	}
 	resp := rec.Result()
 	resp.Request = req
-	if err := sleep(req.Context(), t.rtt-t.rtt/2); err != nil {
+	if err := sleep(req.Context(), t.RTT-t.RTT/2); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
 	return resp, nil
 }
 
+// sleep waits for d or until ctx is done, returning ctx.Err() then.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -172,7 +183,7 @@ func Run(s Scenario) Result {
 	}
 	clients := make([]*http.Client, s.Processes)
 	for i := range clients {
-		rt := http.RoundTripper(transport{h: h, rtt: s.RTT, trace: s.Trace, start: time.Now()})
+		rt := http.RoundTripper(Transport{Handler: h, RTT: s.RTT, Trace: s.Trace, Start: time.Now()})
 		if !s.Bare {
 			opts := append([]headway.Option{headway.WithRandSource(rand.NewPCG(uint64(i)+1, 2))}, s.Options2...)
 			if shared != nil {
