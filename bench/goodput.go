@@ -91,7 +91,21 @@ func RunGoodput(s sim.Scenario, p Peer) sim.Result {
 		panic(err)
 	}
 	c := p.User(&SimTransport{Handler: h, RTT: s.RTT})
-	res := sim.Result{Requests: s.Requests, Errors: map[string]int{}}
+	start := time.Now()
+	res := sim.Result{Requests: s.Requests}
+	res.Succeeded, res.Errors, res.Wall = sendAll(c, s.Workers, s.Requests, s.Timeout)
+	res.Failed = s.Requests - res.Succeeded
+	st := h.Stats()
+	res.Attempts, res.Throttled = int(st.Served+st.Rejected), int(st.Rejected)
+	res.Ideal = sim.Ideal(s, time.Since(start))
+	return res
+}
+
+// sendAll sends n GETs through c from workers goroutines, each within
+// timeout, and returns how many ended in a 2xx, why the others did not
+// (by message), and the time until the last one ended.
+func sendAll(c Client, workers, n int, timeout time.Duration) (succeeded int, failures map[string]int, wall time.Duration) {
+	failures = map[string]int{}
 	var (
 		next atomic.Int64
 		mu   sync.Mutex
@@ -99,16 +113,15 @@ func RunGoodput(s sim.Scenario, p Peer) sim.Result {
 		last time.Time
 	)
 	start := time.Now()
-	for range s.Workers {
+	for range workers {
 		wg.Go(func() {
-			for next.Add(1) <= int64(s.Requests) {
-				ok, msg := send(c, s.Timeout)
+			for next.Add(1) <= int64(n) {
+				ok, msg := send(c, timeout)
 				mu.Lock()
 				if ok {
-					res.Succeeded++
+					succeeded++
 				} else {
-					res.Failed++
-					res.Errors[msg]++
+					failures[msg]++
 				}
 				last = time.Now()
 				mu.Unlock()
@@ -116,11 +129,7 @@ func RunGoodput(s sim.Scenario, p Peer) sim.Result {
 		})
 	}
 	wg.Wait()
-	res.Wall = last.Sub(start)
-	st := h.Stats()
-	res.Attempts, res.Throttled = int(st.Served+st.Rejected), int(st.Rejected)
-	res.Ideal = sim.Ideal(s, time.Since(start))
-	return res
+	return succeeded, failures, last.Sub(start)
 }
 
 // send sends one GET through c within timeout, reporting whether it ended

@@ -71,30 +71,10 @@ func (r AmplificationResult) PerRequest() float64 {
 func (a Amplification) Run(p Peer) AmplificationResult {
 	h := &OutageHandler{}
 	c := p.User(&SimTransport{Handler: h, RTT: a.RTT})
-	res := AmplificationResult{Requests: a.Requests, Errors: map[string]int{}}
-	var (
-		next atomic.Int64
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		last time.Time
-	)
-	start := time.Now()
-	for range a.Workers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(a.Requests) {
-				ok, msg := send(c, SimTimeout)
-				mu.Lock()
-				if !ok {
-					res.Failed++
-					res.Errors[msg]++
-				}
-				last = time.Now()
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	res.Wall = last.Sub(start)
+	res := AmplificationResult{Requests: a.Requests}
+	var succeeded int
+	succeeded, res.Errors, res.Wall = sendAll(c, a.Workers, a.Requests, SimTimeout)
+	res.Failed = a.Requests - succeeded
 	res.Attempts, _ = h.Attempts()
 	return res
 }
