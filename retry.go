@@ -45,6 +45,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 		}
 		defer func() { c.done(req, key, st, resp, err) }()
 	}
+	// A caller with a retry loop of its own (an SDK's): its first attempt
+	// gets headway's loop, and its later ones are not sent (callerretry.go).
+	caller := callerLoopOf(req.Header)
+	if caller.retrying() {
+		return refuse(req, caller.refusal())
+	}
 	if c.budget != nil {
 		c.budget.Deposit(key)
 	}
@@ -114,10 +120,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			}
 			retry, declined := c.rules.RetryResponse(a.resp.StatusCode, a.obs.ShouldRetry, safeAfterWrite)
 			if declined {
-				return nil, t.rateLimited(req, &a, n, waited, ReasonServerDeclined, 0)
+				return t.throttledGiveUp(req, &a, n, waited, ReasonServerDeclined, 0, caller)
 			}
 			if !retry {
-				return a.keep(), nil
+				return caller.answer(a.keep()), nil
 			}
 		}
 
@@ -127,9 +133,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			case err != nil: // send has released the failed attempt
 				return nil, &RetryError{Attempts: n, Waited: waited, Reason: reason, Err: err}
 			case throttled:
-				return nil, t.rateLimited(req, &a, n, waited, reason, bound)
+				return t.throttledGiveUp(req, &a, n, waited, reason, bound, caller)
 			default:
-				return a.keep(), nil
+				return caller.answer(a.keep()), nil
 			}
 		}
 		if n >= c.maxAttempts {
@@ -207,6 +213,19 @@ func newRateLimitError(req *http.Request, resp *http.Response, obs ratelimit.Obs
 		Reason:        reason,
 		Bound:         bound,
 	}
+}
+
+// throttledGiveUp ends a request whose last answer was a 429 headway will
+// not retry: with a *RateLimitError, or, for a caller that retries on its
+// own, with the response itself and the caller's verdict not to retry it
+// (an error would look to the caller like a connection failure, worth
+// another attempt).
+func (t *retryTransport) throttledGiveUp(req *http.Request, a *attempt, attempts int, waited time.Duration, reason Reason, bound time.Duration, caller callerLoop) (*http.Response, error) {
+	if caller.verdict != "" {
+		t.gaveUp(req, a.status, attempts, reason)
+		return caller.answer(a.keep()), nil
+	}
+	return nil, t.rateLimited(req, a, attempts, waited, reason, bound)
 }
 
 // rateLimited builds the error for a 429 headway will not retry, consuming
