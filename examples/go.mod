@@ -9,6 +9,7 @@ replace github.com/headway-go/headway/redisstore => ../redisstore
 require (
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/go-chi/httprate v0.16.1
+	github.com/google/go-github/v75 v75.0.0
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/headway-go/headway v0.0.0-00010101000000-000000000000
 	github.com/headway-go/headway/redisstore v0.0.0-00010101000000-000000000000
@@ -19,6 +20,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
