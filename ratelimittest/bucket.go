@@ -43,8 +43,16 @@ func (m *tokenBucket) fits(cost int64) (bool, int64) {
 
 func (m *tokenBucket) take(cost int64) { m.level -= cost * m.r.den }
 
+// charge takes a refused request's tokens anyway, as a server that calls
+// x/time/rate's Reserve and refuses when the delay is positive, without
+// cancelling, does: the level goes negative, down to minus a whole burst
+// (the debt is bounded so that the arithmetic stays exact in int64).
+func (m *tokenBucket) charge(cost int64) {
+	m.level = max(m.level-cost*m.r.den, -m.r.fullScale)
+}
+
 func (m *tokenBucket) status() (int64, int64) {
-	return m.level / m.r.den, ceilDiv(m.r.fullScale-m.level, m.r.num)
+	return max(0, m.level/m.r.den), ceilDiv(m.r.fullScale-m.level, m.r.num)
 }
 
 // leakyBucket is the leaky bucket as a meter: each admitted unit pours one
@@ -75,6 +83,12 @@ func (m *leakyBucket) fits(cost int64) (bool, int64) {
 
 func (m *leakyBucket) take(cost int64) { m.water += cost * m.r.den }
 
+// charge pours a refused request's water too: the bucket holds more than
+// its size, up to twice it (a whole burst of debt, as the token bucket).
+func (m *leakyBucket) charge(cost int64) {
+	m.water = min(m.water+cost*m.r.den, 2*m.r.fullScale)
+}
+
 func (m *leakyBucket) status() (int64, int64) {
-	return (m.r.fullScale - m.water) / m.r.den, ceilDiv(m.water, m.r.num)
+	return max(0, (m.r.fullScale-m.water)/m.r.den), ceilDiv(m.water, m.r.num)
 }

@@ -55,13 +55,17 @@
 // window, as go-chi/httprate sends), WithCoarseResets (whole seconds in the
 // millisecond dialects too) and WithResetAlwaysOne (every reset says one
 // second). Policy.Anchor, above, is the quirk of windows that start at a
-// client's first request.
+// client's first request, and WithChargeRefused that of servers that count
+// a refused request as if it had been admitted, so that a client that keeps
+// sending stays refused longer.
 //
 // # Counting
 //
 // Stats counts served, rejected, failed and dropped requests, in total and
 // per key; Admissions lists the time and key of every admitted request, for
-// asserting what a client actually sent.
+// asserting what a client actually sent. Handler.Fits asks whether a request
+// would be admitted now, and the exact wait if not, without spending or
+// counting anything: an oracle that knows the server.
 //
 // The package imports nothing from headway, and headway does not import it.
 // examples/apisim serves it on an address for manual and black-box testing.

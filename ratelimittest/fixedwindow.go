@@ -26,11 +26,15 @@ func (m *fixedWindow) fits(cost int64) (bool, int64) {
 
 func (m *fixedWindow) take(cost int64) { m.count += cost }
 
+// charge counts a refused request too, as an INCR before the comparison
+// does: the count passes the limit and is forgotten with the window.
+func (m *fixedWindow) charge(cost int64) { m.count += cost }
+
 func (m *fixedWindow) status() (int64, int64) {
 	if m.count == 0 {
 		return m.r.limit, 0
 	}
-	return m.r.limit - m.count, m.start + m.r.window - m.now
+	return max(0, m.r.limit-m.count), m.start + m.r.window - m.now
 }
 
 // anchoredWindow is a fixed window that a key's first request opens, rather
@@ -75,9 +79,12 @@ func (m *anchoredWindow) take(cost int64) {
 	m.count += cost
 }
 
+// charge counts a refused request in the key's window, as take does.
+func (m *anchoredWindow) charge(cost int64) { m.take(cost) }
+
 func (m *anchoredWindow) status() (int64, int64) {
 	if !m.open {
 		return m.r.limit, 0
 	}
-	return m.r.limit - m.count, m.r.window - (m.now - m.start)
+	return max(0, m.r.limit-m.count), m.r.window - (m.now - m.start)
 }

@@ -72,8 +72,18 @@ func (m *gcra) take(cost int64) {
 	m.tat = m.tat.add(mixedOf(cost*m.r.den, m.r.num), m.r.num)
 }
 
+// charge moves the theoretical arrival time for a refused request too, up
+// to a whole burst of debt: tat - now <= 2*burst*T, the bound the buckets
+// keep.
+func (m *gcra) charge(cost int64) {
+	m.take(cost)
+	if most := (mixed{ns: m.now}).add(mixedOf(2*m.r.fullScale, m.r.num), m.r.num); most.less(m.tat) {
+		m.tat = most
+	}
+}
+
 func (m *gcra) status() (int64, int64) {
 	ahead := m.tat.sub(mixed{ns: m.now}, m.r.num)
-	scaled := ahead.ns*m.r.num + ahead.frac // (tat-now)*num <= burst*den
-	return (m.r.fullScale - scaled) / m.r.den, ahead.ceil()
+	scaled := ahead.ns*m.r.num + ahead.frac // (tat-now)*num <= 2*burst*den
+	return max(0, (m.r.fullScale-scaled)/m.r.den), ahead.ceil()
 }

@@ -41,6 +41,7 @@ func NewHandler(next http.Handler, opts ...Option) (*Handler, error) {
 		next = http.HandlerFunc(defaultAPI)
 	}
 	h := &Handler{next: next, cfg: cfg, lim: newLimiter(rules), tl: newTimeline(cfg.clock)}
+	h.lim.chargeRefused = cfg.charge
 	h.count.logSize = cfg.logSize
 	return h, nil
 }
@@ -103,6 +104,9 @@ func (h *Handler) String() string {
 		dialects = string(None)
 	}
 	fmt.Fprintf(&b, "; headers %s; rejections %d with Retry-After %s", dialects, h.cfg.rejectStatus, h.cfg.retryAfter)
+	if h.cfg.charge {
+		b.WriteString(", charged to the quota")
+	}
 	f := h.cfg.faults
 	var fs []string
 	if e := f.serverErrors; e.Every > 0 {
@@ -136,6 +140,28 @@ func (h *Handler) String() string {
 		b.WriteString("; faults: " + strings.Join(fs, ", "))
 	}
 	return b.String()
+}
+
+// Fits reports whether r would be admitted now, and if not how long until
+// it would be, if nothing else is admitted first (a negative wait when none
+// would: r costs more than a policy can ever admit). It is the question
+// ServeHTTP asks, without its effects: nothing is charged, counted or
+// logged, no anchored window opens, and the latency fault does not apply,
+// so a test oracle or an assertion can ask as often as it likes without
+// spending the quota, refused requests included under WithChargeRefused.
+// The wait is exact, to the nanosecond, like the algorithms.
+func (h *Handler) Fits(r *http.Request) (ok bool, wait time.Duration) {
+	key := h.cfg.partition(r)
+	var costBuf [4]int64
+	costs := costBuf[:]
+	if n := len(h.lim.rules); n > len(costBuf) {
+		costs = make([]int64, n)
+	}
+	for i, rl := range h.lim.rules {
+		costs[i] = rl.costOf(r)
+	}
+	ok, w := h.lim.fits(key, h.tl.ns(h.cfg.clock.Now()), costs[:len(h.lim.rules)])
+	return ok, time.Duration(w)
 }
 
 // ServeHTTP decides r and answers it.

@@ -10,6 +10,9 @@ import (
 type limiter struct {
 	rules []*rule
 	keys  sync.Map // string -> *keyState
+	// chargeRefused charges a refused request to every policy as if it
+	// had been admitted (WithChargeRefused).
+	chargeRefused bool
 
 	newKeys  atomic.Int64 // keys created since the last sweep
 	sweeping atomic.Bool
@@ -57,13 +60,58 @@ func (l *limiter) decide(key string, now int64, costs []int64, out []policyStatu
 			ks.mu.Unlock()
 			continue
 		}
-		d := ks.decideLocked(l.rules, now, costs, out)
+		d := ks.decideLocked(l.rules, now, costs, out, l.chargeRefused)
 		ks.mu.Unlock()
 		return d
 	}
 }
 
-func (ks *keyState) decideLocked(rules []*rule, now int64, costs []int64, out []policyStatus) decision {
+// fits reports whether a request of the given costs for key would be
+// admitted at now, and if not how long until it would be (if nothing else
+// is admitted first), or never. It charges nothing and opens no anchored
+// window: it only brings the key's meters to now, as the next request would,
+// so what any later request finds is unchanged. A key that holds no state
+// is answered from fresh meters, which are not kept.
+func (l *limiter) fits(key string, now int64, costs []int64) (bool, int64) {
+	if v, ok := l.keys.Load(key); ok {
+		ks := v.(*keyState)
+		ks.mu.Lock()
+		defer ks.mu.Unlock()
+		if !ks.dead {
+			now = max(now, ks.last)
+			ks.last = now
+			return fitsAll(ks.meters, now, costs)
+		}
+	}
+	meters := make([]meter, len(l.rules))
+	for i, r := range l.rules {
+		meters[i] = r.newMeter(now)
+	}
+	return fitsAll(meters, now, costs)
+}
+
+// fitsAll advances meters to now and reports whether every one admits its
+// cost, and if not the longest wait (or never).
+func fitsAll(meters []meter, now int64, costs []int64) (bool, int64) {
+	ok, wait := true, int64(0)
+	for i, m := range meters {
+		m.advance(now)
+		fit, w := m.fits(costs[i])
+		if fit {
+			continue
+		}
+		ok = false
+		switch {
+		case w == never || wait == never:
+			wait = never
+		case w > wait:
+			wait = w
+		}
+	}
+	return ok, wait
+}
+
+func (ks *keyState) decideLocked(rules []*rule, now int64, costs []int64, out []policyStatus, chargeRefused bool) decision {
 	if now < ks.last {
 		now = ks.last
 	}
@@ -87,9 +135,27 @@ func (ks *keyState) decideLocked(rules []*rule, now int64, costs []int64, out []
 			d.wait = wait
 		}
 	}
+	// A refusal is charged too (WithChargeRefused) unless no wait would
+	// admit the request: then it is not a matter of rate.
+	charged := !d.admitted && chargeRefused && d.wait != never
+	if charged {
+		// Charging moves the time a retry would be admitted, in any
+		// policy (one that admitted this request may be full now): the
+		// wait becomes the exact time until the same costs fit again.
+		d.wait = 0
+	}
 	for i, m := range ks.meters {
-		if d.admitted {
+		switch {
+		case d.admitted:
 			m.take(costs[i])
+		case charged:
+			m.charge(costs[i])
+			if ok, wait := m.fits(costs[i]); !ok {
+				d.wait = max(d.wait, wait)
+				if d.status[i].refused {
+					d.status[i].wait = wait
+				}
+			}
 		}
 		st := &d.status[i]
 		st.remaining, st.reset = m.status()

@@ -18,6 +18,7 @@ type config struct {
 	dialects     []Dialect
 	retryAfter   RetryAfterForm
 	rejectStatus int
+	charge       bool // refused requests are charged (WithChargeRefused)
 	logSize      int
 	faults       faults
 	errs         []error
@@ -172,6 +173,42 @@ func WithRejectStatus(code int) Option {
 		}
 		c.rejectStatus = code
 	}
+}
+
+// WithChargeRefused charges a refused request to the policies as if it had
+// been admitted, as servers that count every request before comparing do
+// (express-rate-limit's stores, a Redis INCR or ZADD before the check, a
+// handler that calls x/time/rate's Reserve and refuses without cancelling):
+// a client that keeps sending while refused stays refused longer. The
+// request is still refused, answered as a refusal, and counted in
+// Stats.Rejected, not in Served or the admission log; it is charged to
+// every policy, the ones that would have admitted it included, so that a
+// refusal by a short policy also spends a longer one. Per algorithm:
+//
+//   - FixedWindow (either anchor): the window's count grows past the limit;
+//     it is forgotten with the window, so on one policy alone nothing
+//     observable changes (remaining stays 0 until the window ends).
+//   - SlidingLog: the refused units are logged too. The log keeps the
+//     newest Limit entries, a unit logged into a full log pushing out the
+//     oldest, which loses nothing: only the newest Limit entries decide
+//     whether a request fits, so admission is that of an unbounded log.
+//   - SlidingCounter: the current window's count grows, and weighs on the
+//     next window as its previous count.
+//   - TokenBucket: the tokens are taken anyway and the level goes negative,
+//     LeakyBucket: the water is poured anyway and the bucket holds more
+//     than its size, GCRA: the theoretical arrival time moves on anyway;
+//     each by at most one whole burst of debt (a level of -Burst, water of
+//     2*Burst, TAT at most 2*Burst emission intervals ahead), which keeps
+//     the arithmetic exact; refusals beyond that are not charged.
+//
+// While a policy is over its quota, headers report 0 remaining and a reset
+// that includes the debt, and even a request that costs nothing waits. The
+// Retry-After of a charged refusal (and its reset) is the exact time until
+// a request of the same cost would be admitted after this one's charge. A
+// request that no wait would admit (its cost exceeds a policy's capacity,
+// answered 413) is not charged.
+func WithChargeRefused() Option {
+	return func(c *config) { c.charge = true }
 }
 
 // WithAdmissionLog keeps the last n admissions for Admissions (default

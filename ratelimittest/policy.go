@@ -303,6 +303,10 @@ type meter interface {
 	fits(cost int64) (ok bool, wait int64)
 	// take charges cost units, which fits has allowed.
 	take(cost int64)
+	// charge charges cost units that fits has refused (WithChargeRefused):
+	// the meter goes over its quota, at most as far as the algorithm can
+	// owe, and the wait fits reports grows accordingly.
+	charge(cost int64)
 	// status reports the units left now and the time until the key's quota
 	// is fully restored (0 when it is).
 	status() (remaining, reset int64)

@@ -53,6 +53,15 @@ type step struct{ dt, cost int64 }
 // state stays in range. It returns the admission times (one per unit).
 func checkMeter(t testing.TB, r *rule, start int64, steps []step) []int64 {
 	t.Helper()
+	return checkMeterCharging(t, r, start, steps, false)
+}
+
+// checkMeterCharging is checkMeter, with every refusal charged when charge is
+// set (WithChargeRefused): the wait after the charge is exact too, and never
+// shorter than before it. In debt, remaining is 0 and even a cost of 0 may
+// wait.
+func checkMeterCharging(t testing.TB, r *rule, start int64, steps []step, charge bool) []int64 {
+	t.Helper()
 	now := start
 	m := r.newMeter(now)
 	var admitted []int64
@@ -70,7 +79,7 @@ func checkMeter(t testing.TB, r *rule, start int64, steps []step) []int64 {
 			require.Equal(t, r.capacity(), rem, "step %d: a key with nothing to restore has its whole quota", i)
 		}
 		// remaining is exactly the largest cost that fits now.
-		if ok, _ := clone(m).fits(rem); !ok {
+		if ok, _ := clone(m).fits(rem); !ok && !(charge && rem == 0) {
 			t.Fatalf("step %d: %s: cost %d = remaining rejected", i, r, rem)
 		}
 		if rem < r.capacity() {
@@ -94,6 +103,20 @@ func checkMeter(t testing.TB, r *rule, start int64, steps []step) []int64 {
 			early.advance(now + wait - 1)
 			eok, _ := early.fits(s.cost)
 			require.False(t, eok, "step %d: %s: cost %d admitted 1ns before its wait %d", i, r, s.cost, wait)
+			if charge {
+				m.charge(s.cost)
+				ok, after := clone(m).fits(s.cost)
+				require.False(t, ok, "step %d: %s: a charged refusal fits", i, r)
+				require.GreaterOrEqual(t, after, wait, "step %d: %s: charging shortened the wait", i, r)
+				late := clone(m)
+				late.advance(now + after)
+				lok, _ := late.fits(s.cost)
+				require.True(t, lok, "step %d: %s: cost %d still rejected after its charged wait %d", i, r, s.cost, after)
+				early := clone(m)
+				early.advance(now + after - 1)
+				eok, _ := early.fits(s.cost)
+				require.False(t, eok, "step %d: %s: cost %d admitted 1ns before its charged wait %d", i, r, s.cost, after)
+			}
 			continue
 		}
 		m.take(s.cost)
@@ -157,7 +180,9 @@ func TestMetersInvariants(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 7))
 					start := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).UnixNano() + rng.Int64N(int64(time.Hour))
 					maxCost := min(int64(3), r.capacity())
-					checkMeter(t, r, start, randomSteps(rng, 300, r.window, maxCost))
+					steps := randomSteps(rng, 300, r.window, maxCost)
+					checkMeter(t, r, start, steps)
+					checkMeterCharging(t, r, start, steps, true)
 				}
 			})
 		}

@@ -55,6 +55,10 @@ func (m *slidingCounter) fits(cost int64) (bool, int64) {
 
 func (m *slidingCounter) take(cost int64) { m.curr += cost }
 
+// charge counts a refused request in the current window too: the estimate
+// passes the limit, and the excess weighs on the next window as prev.
+func (m *slidingCounter) charge(cost int64) { m.curr += cost }
+
 func (m *slidingCounter) status() (int64, int64) {
 	w := m.r.window
 	e := m.now - m.start

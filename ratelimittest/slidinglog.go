@@ -3,8 +3,8 @@ package ratelimittest
 // slidingLog keeps the admission time of each admitted unit that is still
 // inside the window (now-window, now], oldest first, in a ring that grows up
 // to limit entries. Admitting cost units needs count+cost <= limit, so the
-// log never holds more than limit entries and a rejected request is never
-// written to it.
+// log never holds more than limit entries, and a rejected request is
+// written to it only when refusals are charged (see charge).
 type slidingLog struct {
 	r    *rule
 	now  int64
@@ -39,6 +39,12 @@ func (m *slidingLog) fits(cost int64) (bool, int64) {
 
 func (m *slidingLog) take(cost int64) {
 	for ; cost > 0; cost-- {
+		if int64(m.n) == m.r.limit {
+			// Only a charged refusal finds the log full (see charge):
+			// the oldest entry goes.
+			m.head = (m.head + 1) % len(m.buf)
+			m.n--
+		}
 		if m.n == len(m.buf) {
 			m.grow()
 		}
@@ -46,6 +52,14 @@ func (m *slidingLog) take(cost int64) {
 		m.n++
 	}
 }
+
+// charge logs a refused request's units too, as a sorted set that is
+// added to before it is counted does (Redis ZADD, then ZCARD). The log
+// still holds at most limit entries: a unit logged into a full log pushes
+// out the oldest. That loses nothing: a request of cost c fits once at most
+// limit-c units are inside the window, which only the newest limit entries
+// decide, so the log admits exactly what an unbounded one would.
+func (m *slidingLog) charge(cost int64) { m.take(cost) }
 
 // grow doubles the ring, up to limit entries, keeping the order.
 func (m *slidingLog) grow() {

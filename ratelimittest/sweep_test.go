@@ -32,11 +32,13 @@ func TestSweepDropsOnlyRestoredKeys(t *testing.T) {
 }
 
 // FuzzMeters runs random traffic through every algorithm and checks the
-// invariants of checkMeter, plus each algorithm's defining bound.
+// invariants of checkMeter, plus each algorithm's defining bound, with
+// refusals charged (WithChargeRefused) when the burst's high bit is set.
 func FuzzMeters(f *testing.F) {
 	f.Add(uint8(0), uint16(10), uint32(1000), uint16(0), []byte{0, 0, 0, 1, 5, 200, 7, 3})
 	f.Add(uint8(2), uint16(3), uint32(1100), uint16(2), []byte{9, 9, 9, 9, 255, 1, 128})
 	f.Add(uint8(5), uint16(7), uint32(1), uint16(50), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add(uint8(3), uint16(4), uint32(1000), uint16(1<<15|4), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 0, 40, 1, 0, 2}) // refusals charged
 	f.Fuzz(func(t *testing.T, alg uint8, limit uint16, windowMs uint32, burst uint16, ops []byte) {
 		algs := Algorithms()
 		p := Policy{
@@ -60,7 +62,8 @@ func FuzzMeters(f *testing.F) {
 			dt := int64(ops[i]) * int64(ops[i]) * r.window / 4096
 			steps = append(steps, step{dt: dt, cost: 1 + int64(ops[i+1])%min(4, r.capacity())})
 		}
-		got := checkMeter(t, r, base+int64(limit)*7919, steps)
+		// The burst's high bit, unused above, charges refusals.
+		got := checkMeterCharging(t, r, base+int64(limit)*7919, steps, burst >= 1<<15)
 		switch r.alg {
 		case SlidingLog:
 			require.LessOrEqual(t, int64(maxInWindow(got, r.window)), r.limit)
