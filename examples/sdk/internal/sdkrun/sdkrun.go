@@ -13,12 +13,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/headway-go/headway/ratelimittest"
@@ -52,7 +54,10 @@ func (m Memory) RoundTrip(req *http.Request) (*http.Response, error) {
 	in.RemoteAddr = "192.0.2.1:1234"
 	in.RequestURI = req.URL.RequestURI()
 	rec := httptest.NewRecorder()
-	m.Handler.ServeHTTP(rec, in)
+	if !serve(m.Handler, rec, in) {
+		// The handler dropped the connection (http.ErrAbortHandler).
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
 	resp := rec.Result()
 	resp.Request = req
 	if err := sleep(req.Context(), m.RTT-m.RTT/2); err != nil {
@@ -60,6 +65,22 @@ func (m Memory) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// serve runs h and reports whether it answered: false when it aborted the
+// exchange with http.ErrAbortHandler, as a handler that drops the
+// connection does where it cannot hijack one.
+func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (answered bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			answered = false
+		}
+	}()
+	h.ServeHTTP(w, r)
+	return true
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
