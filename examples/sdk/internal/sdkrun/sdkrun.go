@@ -198,7 +198,7 @@ func Run(calls, workers int, call func(i int) Outcome) Result {
 // from call to call, so that errors of one kind count together.
 func short(msg string) string {
 	var b strings.Builder
-	for _, r := range msg {
+	for _, r := range strings.Join(strings.Fields(msg), " ") {
 		if r >= '0' && r <= '9' {
 			r = '#'
 		}

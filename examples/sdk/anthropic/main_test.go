@@ -1,0 +1,62 @@
+package main
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/examples/sdk/internal/sdkrun"
+)
+
+const (
+	rtt   = 20 * time.Millisecond
+	calls = 40
+)
+
+// run runs calls Messages requests from 8 goroutines through s in virtual
+// time; vary gives the prompts different sizes.
+func run(t *testing.T, s setup, vary bool) sdkrun.Result {
+	t.Helper()
+	var res sdkrun.Result
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI(nil)
+		res = messages(s, sdkrun.Memory{Handler: api, RTT: rtt}, "http://api.anthropic.test", api, calls, 8, rtt, vary)
+	})
+	t.Log("\n" + sdkrun.Header + "\n" + res.String())
+	return res
+}
+
+// TestREADME is the README's way, prompts of one size: every call
+// succeeds, none is refused, at the ideal's pace.
+func TestREADME(t *testing.T) {
+	res := run(t, setups[2], false)
+	require.Equal(t, calls, res.Succeeded)
+	require.Zero(t, res.Refused, "no 429s")
+	require.LessOrEqual(t, res.Slowdown(), 1.05)
+}
+
+// TestREADMEPromptsOfManySizes is the same with prompts of 100 to 1,295
+// input tokens: each call's declared cost differs, and still none is
+// refused.
+func TestREADMEPromptsOfManySizes(t *testing.T) {
+	res := run(t, setups[2], true)
+	require.Equal(t, calls, res.Succeeded)
+	require.Zero(t, res.Refused, "no 429s")
+	require.LessOrEqual(t, res.Slowdown(), 1.05)
+}
+
+// TestWithoutCost shows why each call declares its tokens: headway sees
+// only the requests quota's room, and the input tokens quota refuses.
+func TestWithoutCost(t *testing.T) {
+	res := run(t, setups[1], false)
+	require.Positive(t, res.Refused)
+}
+
+// TestAnthropicSDKAlone is the baseline: the SDK's own retries, into 429s.
+func TestAnthropicSDKAlone(t *testing.T) {
+	res := run(t, setups[0], false)
+	require.Positive(t, res.Refused)
+	require.Positive(t, res.Failed)
+}
