@@ -104,7 +104,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			}
 		}
 		err = a.err
-		throttled := a.resp != nil && a.resp.StatusCode == http.StatusTooManyRequests
+		// A 429, or a 403 that says it is a rate limit (GitHub's).
+		throttled := a.resp != nil && decide.Throttled(a.resp.StatusCode, &a.obs)
 
 		// Is this outcome worth another attempt at all?
 		if err != nil {
@@ -118,7 +119,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			if throttled && st != nil {
 				st.Throttled++
 			}
-			retry, declined := c.rules.RetryResponse(a.resp.StatusCode, a.obs.ShouldRetry, safeAfterWrite)
+			code := a.resp.StatusCode
+			if throttled {
+				code = http.StatusTooManyRequests // was not processed
+			}
+			retry, declined := c.rules.RetryResponse(code, a.obs.ShouldRetry, safeAfterWrite)
 			if declined {
 				return t.throttledGiveUp(req, &a, n, waited, ReasonServerDeclined, 0, caller)
 			}
@@ -242,7 +247,7 @@ func (t *retryTransport) rateLimited(req *http.Request, a *attempt, attempts int
 // error is wrapped.
 func (t *retryTransport) canceled(req *http.Request, a *attempt, attempts int, waited time.Duration, ctxErr error) error {
 	t.gaveUp(req, a.status, attempts, ReasonCanceled)
-	if a.status == http.StatusTooManyRequests {
+	if decide.Throttled(a.status, &a.obs) {
 		e := newRateLimitError(req, a.resp, a.obs, attempts, waited, ReasonCanceled, 0)
 		e.Body, e.Err = a.body, ctxErr
 		return e

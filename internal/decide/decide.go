@@ -50,6 +50,28 @@ func (r *Rules) RetryStatus(code int) bool {
 	return code >= 0 && code < len(r.Statuses) && r.Statuses[code]
 }
 
+// Throttled reports whether a response refused its request for a rate
+// limit: a 429, or a 403 that says it is one, as GitHub's do (its primary
+// limit answers 403 or 429 with x-ratelimit-remaining 0, its secondary
+// limits 403 or 429 with a Retry-After; Octokit's throttling reads them
+// so). A 403 with neither is a refusal of access, never retried.
+func Throttled(code int, obs *ratelimit.Observation) bool {
+	switch code {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusForbidden:
+		if obs.HasRetryAfter {
+			return true
+		}
+		for i := range obs.Policies {
+			if p := &obs.Policies[i]; (p.Unit == "" || p.Unit == ratelimit.UnitRequests) && p.Exhausted() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // RetryResponse decides whether a response is worth another attempt, by
 // status, by the server's explicit verdict, and by whether the request may be
 // repeated after the server may have processed it (repeatable: idempotent,
