@@ -63,9 +63,11 @@ var setups = []setup{
 // own rate-limit check, which refuses every call locally from the moment a
 // response says remaining 0 until the reset, is off. headway spends each
 // window to its last request and then holds the next calls until the
-// window rolls; go-github's check would fail them instead.
+// window rolls; go-github's check would fail them instead. GitHub's
+// documented secondary limit on content creation, which no header
+// announces, is declared (see limits.go).
 func readme(base http.RoundTripper) *github.Client {
-	gh := github.NewClient(&http.Client{Transport: headway.NewTransport(base)})
+	gh := github.NewClient(&http.Client{Transport: headway.NewTransport(base, secondaryLimit)})
 	gh.DisableRateLimitCheck = true // or, per call: context.WithValue(ctx, github.BypassRateLimitCheck, true)
 	return gh
 }

@@ -124,11 +124,11 @@ func (r Result) Slowdown() float64 {
 }
 
 // Header is the table's header, for Row.
-const Header = "client                                        calls   ok failed local  sent  429s     wall    ideal  x ideal"
+const Header = "client                                        calls   ok failed local  sent refused    wall    ideal  x ideal"
 
 // Row formats r as a line of the table.
 func (r Result) Row() string {
-	return fmt.Sprintf("%-44s %6d %4d %6d %5d %5d %5d %7.2fs %7.2fs %7.2fx",
+	return fmt.Sprintf("%-44s %6d %4d %6d %5d %5d %7d %7.2fs %7.2fs %7.2fx",
 		r.Name, r.Calls, r.Succeeded, r.Failed, r.Local, r.Sent, r.Refused, r.Wall.Seconds(), r.Ideal.Seconds(), r.Slowdown())
 }
 
