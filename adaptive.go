@@ -38,7 +38,8 @@ type lease struct {
 	key   string
 	kw    *keyWaiters // key's waiters when the lease was granted
 	lease pace.Lease
-	ok    bool // a lease was taken (false: the store failed open)
+	route string // the request's route, as keyWaiters.enter named it
+	ok    bool   // a lease was taken (false: the store failed open)
 }
 
 func newPacer(next http.RoundTripper, c *config) *pacer {
@@ -132,7 +133,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			return lease{key: key, kw: kw, lease: d.Lease, ok: true}, now.Sub(start), nil
+			return lease{key: key, kw: kw, lease: d.Lease, route: preq.Route, ok: true}, now.Sub(start), nil
 		}
 		wait := max(d.At.Sub(now), 0)
 		if d.Definite {
@@ -295,7 +296,7 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 		kw.used.Store(true)
 	}
 	if len(a.Obs.Policies) > 0 {
-		kw.learnRoute(l.lease.Route, pace.BucketOf(&a.Obs.Policies[0]))
+		kw.learnRoute(l.route, pace.BucketOf(&a.Obs.Policies[0]))
 	}
 	var err error
 	if p.mem != nil {

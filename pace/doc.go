@@ -1,17 +1,84 @@
 // Package pace decides when a request to a rate-limited API may be sent so
 // that the server does not have to refuse it. It is headway's pacing layer
 // as pure logic on explicit instants, in the style of golang.org/x/time/rate:
-// no net/http, no clock reads, no goroutines.
+// no net/http, no goroutines, and the decisions read no clock (MemoryStore,
+// which expires idle keys, is given one).
 //
-// # The model
+// # The model: identify the server from evidence
 //
-// Requests are grouped by key (a host, an API key). A key's State is a plain
-// value: what the server said about each of its quotas (ratelimit.Policy,
-// with the window phase or the refill rate inferred from how remaining
-// evolves), the requests sent but not yet answered, any pause the server
-// asked for, the rate adapted from 429s when the server sends no headers,
-// and the user's declared quotas. Everything that decides is a method of
-// State that takes the time:
+// A server limits a quota with one of a few algorithms, and says more or
+// less about it. pace does not trust one reading of its headers; it keeps,
+// per quota the server has ever shown (a policy: a 429's included), the
+// evidence and the explanations still consistent with it, and sends a
+// request when every surviving explanation says the server would admit it.
+//
+// The evidence is a ledger of the client's own requests: when each was sent
+// and answered, what it cost, whether it was admitted or refused, and what
+// the answer said (the remaining quota, the reset, Retry-After). The server
+// counted each request at some instant between its sending and its answer;
+// pace takes the middle (the request went out in half the round trip). The
+// ledger is bounded: entries closer in time than a small share of the
+// policy's window are merged, later, so that a quota of thousands keeps a
+// few hundred entries.
+//
+// The explanations are candidate servers, each the algorithm a real server
+// runs, with its parameters:
+//
+//   - a fixed window: the whole quota returns at each boundary, the
+//     boundaries aligned to the clock, or anchored at the first request
+//     after the last window ended;
+//   - a sliding log: each unit returns one window after it was spent;
+//   - a sliding window counter: this window's count plus the last one's,
+//     weighted by how much of it the sliding window still covers;
+//   - a bucket (token bucket, leaky bucket, GCRA): the quota returns
+//     continuously at a rate, up to a burst.
+//
+// Each candidate predicts, from the ledger, what every answer should say.
+// The remaining count is an exact integer: an answer that shows more left
+// than a candidate allows refutes it (the server gave back what that
+// candidate says it keeps), and a refusal refutes the candidates that said
+// the request would be admitted. An answer that shows less left than a
+// candidate explains is booked, for that candidate, as spending by others
+// (another process, another client on the same quota) at the answer's
+// instant, and ages as that candidate says such spending does; a candidate
+// that needs much more of it than the best one is set aside. A quota that
+// says nothing (no headers) has admitted or refused as its evidence.
+// Resets, Retry-After and the window's length are evidence too: they bound
+// a candidate's parameters (where a window ends, how fast a bucket fills),
+// never the schedule by themselves; a Retry-After is still obeyed as a
+// pause of the quota's bucket.
+//
+// Sending follows from the survivors:
+//
+//   - A request goes when every surviving candidate would admit it: safe
+//     before the server is known, and as fast as the server allows once it
+//     is. A sliding log, say, is then paced by the client's own oldest
+//     admission in the window, which returns one window after it.
+//   - When the survivors disagree and waiting for the cautious one costs
+//     more than a refusal would, one request goes at the instant the
+//     optimistic one allows: a probe. A refusal refutes that candidate (one
+//     429); an admission refutes those that said no. One probe is in flight
+//     per policy at most, so an unknown limit, or a small-burst bucket's true
+//     rate, is learnt with a bounded number of refusals, not one per cycle.
+//   - Requests in flight count against every candidate until answered, and
+//     a request is taken to reach the server half a round trip after it
+//     leaves.
+//
+// Nothing latches: a refuted candidate is considered again once its
+// refutation is old (when every candidate is refuted, all are considered
+// again at once), and parameters are bounds that later answers move.
+//
+// Pauses (a Retry-After, a 403 or 429 of a secondary limit) belong to the
+// server-named bucket that was refused (GitHub's resource, Discord's bucket,
+// an IETF partition key), not to the whole key: a search quota's hour-long
+// pause does not hold back requests counted in the core quota. Quotas a
+// user declares (Config.Quotas) are sliding logs of known parameters, kept
+// with a margin for the spread between sending and arrival.
+//
+// # Using it
+//
+// Requests are grouped by key (a host, an API key). A key's State is a
+// value; everything that decides is a method of State that takes the time:
 //
 //	d := st.Reserve(now, req, cfg) // may req be sent at now?
 //	if !d.OK { /* ask again at d.At, or sooner if the state changes */ }
@@ -20,34 +87,18 @@
 //	// or, when the request never left:
 //	st.Cancel(d.Lease, cfg)
 //
-// A Lease is the unit: taken before sending, it counts as in flight against
-// every quota until it is completed, cancelled, or expires (Config.LeaseTTL),
-// so an abandoned request cannot hold quota forever.
-//
-// # What it gets right
-//
-//   - Ample quota is spent at full speed; a request waits only when a
-//     quota would refuse it, and then until the instant it returns.
-//   - Requests in flight count against remaining, so sixteen workers do not
-//     all fire on "remaining: 5"; a late response with an older, larger
-//     remaining does not inflate the budget.
-//   - A key that has never answered lets its first request go alone and
-//     waits for the answer before releasing the rest.
-//   - Fixed windows (the whole quota returns at the reset) and refilling
-//     servers (token bucket, GCRA, leaky bucket, sliding windows) are told
-//     apart by what the first response after a reset says, and a refill
-//     rate is measured from the remaining of successive responses rather
-//     than trusted from the server's coarse numbers. Resets in whole
-//     seconds are sharpened with every response and the window's period.
-//   - A 429 or 503 pauses the key until the server's Retry-After, or the
-//     exhausted quota's reset; after a pause one request goes first.
-//   - Without any headers, the rate adapts to 429s (CUBIC, as the AWS SDK's
-//     adaptive retry mode), unlimited until the first one.
+// A Lease is the unit: taken before sending, it counts as in flight until it
+// is completed, cancelled, or expires (Config.LeaseTTL), so that an
+// abandoned request cannot hold quota forever.
 //
 // # Stores
 //
 // The State of each key lives in a Store, which only has to load a key's
 // state and replace it atomically (compare-and-swap on its Version); the
-// algorithm lives here, once. NewMemoryStore is the in-process default;
-// package pacetest checks any Store against the contract.
+// algorithm lives here, once. A State is opaque: a store that keeps it
+// outside the process encodes it with MarshalBinary, a versioned binary
+// form that holds no route or path (only their hashes), and decodes it with
+// UnmarshalBinary, which answers garbage or an unknown version with an
+// error and a fresh state. NewMemoryStore is the in-process store; package
+// pacetest checks any Store against the contract.
 package pace

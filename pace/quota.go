@@ -2,7 +2,6 @@ package pace
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -26,88 +25,131 @@ func (q Quota) String() string {
 	return s
 }
 
-// QuotaState is a declared quota's state: the sending times within its
-// last window, and its burst's token bucket.
-type QuotaState struct {
-	Sends  []time.Time `json:"sends,omitempty"`
-	Tokens float64     `json:"tokens,omitempty"`
-	Filled time.Time   `json:"filled,omitempty"`
-}
-
-// growQuotas makes room for n declared quotas.
-func (s *State) growQuotas(n int) {
-	if len(s.Quotas) < n {
-		s.Quotas = append(s.Quotas, make([]QuotaState, n-len(s.Quotas))...)
-	}
-}
-
-func (qs *QuotaState) trim(now time.Time, q Quota) {
-	i := 0
-	for i < len(qs.Sends) && !qs.Sends[i].After(now.Add(-q.Window)) {
-		i++
-	}
-	qs.Sends = slices.Delete(qs.Sends, 0, i)
-}
-
 func (q Quota) rate() float64 { return float64(q.Limit) / seconds(q.Window) }
 
 func (q Quota) spaced() bool { return q.Burst > 0 && q.Burst < q.Limit }
 
-func (qs *QuotaState) fill(now time.Time, q Quota) {
-	if qs.Filled.IsZero() {
-		qs.Tokens, qs.Filled = float64(q.Burst), now
-		return
-	}
-	if now.After(qs.Filled) {
-		qs.Tokens = min(float64(q.Burst), qs.Tokens+q.rate()*seconds(now.Sub(qs.Filled)))
-		qs.Filled = now
+func (q Quota) valid() bool { return q.Limit > 0 && q.Window > 0 }
+
+// quotaState is a declared quota's state: a sliding log of the requests in
+// its last window, and its burst's token bucket.
+//
+// The server counts a request when it arrives, not when it leaves: the
+// first requests of a key arrive late (a connection is set up first), and
+// round trips vary. A slot is therefore freed one window after the latest
+// instant its request can have arrived at: its answer, less the least time
+// an answer takes to come back (half the least round trip), and a request
+// sent at t is taken to arrive no sooner than t plus that half. A slot
+// whose request is still in flight is not freed.
+type quotaState struct {
+	sends  []quotaSend
+	tokens float64
+	filled int64
+}
+
+// quotaSend is one request in a declared quota's log.
+type quotaSend struct {
+	seq  uint64
+	sent int64
+	recv int64 // 0 while in flight
+}
+
+// growQuotas makes room for n declared quotas.
+func (k *keyState) growQuotas(n int) {
+	if len(k.quotas) < n {
+		k.quotas = append(k.quotas, make([]quotaState, n-len(k.quotas))...)
 	}
 }
 
-// hold reports whether a request may go at now under q.
-func (qs *QuotaState) hold(now time.Time, q Quota) (Decision, bool) {
-	if q.Limit <= 0 || q.Window <= 0 {
-		return Decision{}, true
+// frees returns when s's slot frees, for a request sent then that arrives
+// lead after: never while it is in flight.
+func (s quotaSend) frees(w, lead int64) int64 {
+	if s.recv == 0 {
+		return never
 	}
-	qs.trim(now, q)
-	d := Decision{Definite: true, Why: WhyDeclared, Detail: q.String()}
-	if len(qs.Sends) >= q.Limit {
-		d.At = qs.Sends[len(qs.Sends)-q.Limit].Add(q.Window)
-		return d, false
-	}
-	if q.spaced() {
-		qs.fill(now, q)
-		if qs.Tokens < 1 {
-			d.At = after(now, (1-qs.Tokens)/q.rate())
-			return d, false
+	return s.recv - lead + w - lead
+}
+
+// trim forgets the requests whose slots are free at t.
+func (qs *quotaState) trim(t, lead int64, q Quota) {
+	n := 0
+	for _, s := range qs.sends {
+		if s.frees(int64(q.Window), lead) > t {
+			qs.sends[n] = s
+			n++
 		}
 	}
-	return Decision{}, true
+	qs.sends = qs.sends[:n]
 }
 
-// sent records a request sent at now.
-func (qs *QuotaState) sent(now time.Time, q Quota) {
-	if q.Limit <= 0 || q.Window <= 0 {
+func (qs *quotaState) fill(t int64, q Quota) {
+	if qs.filled == 0 {
+		qs.tokens, qs.filled = float64(q.Burst), t
 		return
 	}
-	qs.trim(now, q)
-	qs.Sends = append(qs.Sends, now)
-	if len(qs.Sends) > q.Limit {
-		qs.Sends = slices.Delete(qs.Sends, 0, len(qs.Sends)-q.Limit)
-	}
-	if q.spaced() {
-		qs.fill(now, q)
-		qs.Tokens--
+	if t > qs.filled {
+		qs.tokens = min(float64(q.Burst), qs.tokens+q.rate()*float64(t-qs.filled)/1e9)
+		qs.filled = t
 	}
 }
 
-// refund takes back a request recorded at t that never left.
-func (qs *QuotaState) refund(t time.Time, q Quota) {
-	for i := len(qs.Sends) - 1; i >= 0; i-- {
-		if qs.Sends[i].Equal(t) {
-			qs.Sends = slices.Delete(qs.Sends, i, i+1)
-			if q.spaced() && !qs.Filled.IsZero() {
-				qs.Tokens = min(qs.Tokens+1, float64(q.Burst))
+// hold reports whether a request may go at t under q, and if not, until
+// when it waits.
+func (qs *quotaState) hold(k *keyState, t int64, q Quota) (int64, bool) {
+	if !q.valid() {
+		return 0, true
+	}
+	lead := k.lead()
+	qs.trim(t, lead, q)
+	if len(qs.sends) >= q.Limit {
+		// The slots free in order of their answers; one must.
+		at := int64(never)
+		for _, s := range qs.sends {
+			at = min(at, s.frees(int64(q.Window), lead))
+		}
+		if at == never {
+			at = t + int64(pollStep) // every slot in flight: an answer frees one
+		}
+		return at, false
+	}
+	if q.spaced() {
+		qs.fill(t, q)
+		if qs.tokens < 1 {
+			return after(t, (1-qs.tokens)/q.rate()), false
+		}
+	}
+	return 0, true
+}
+
+// sent records a request sent at t under lease seq.
+func (qs *quotaState) sent(t int64, seq uint64, q Quota) {
+	if !q.valid() {
+		return
+	}
+	qs.sends = append(qs.sends, quotaSend{seq: seq, sent: t})
+	if q.spaced() {
+		qs.fill(t, q)
+		qs.tokens--
+	}
+}
+
+// answered records that lease seq's request was answered at t.
+func (qs *quotaState) answered(seq uint64, t int64) {
+	for i := range qs.sends {
+		if qs.sends[i].seq == seq {
+			qs.sends[i].recv = t
+			return
+		}
+	}
+}
+
+// refund takes back the request of lease seq, which never left.
+func (qs *quotaState) refund(seq uint64, q Quota) {
+	for i := range qs.sends {
+		if qs.sends[i].seq == seq {
+			qs.sends = append(qs.sends[:i], qs.sends[i+1:]...)
+			if q.spaced() && qs.filled != 0 {
+				qs.tokens = min(qs.tokens+1, float64(q.Burst))
 			}
 			return
 		}

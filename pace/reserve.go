@@ -3,7 +3,6 @@ package pace
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/headway-go/headway/ratelimit"
@@ -17,9 +16,9 @@ type Config struct {
 	// LeaseTTL is how long a lease counts as in flight if it is neither
 	// completed nor cancelled (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
-	// MaxPause bounds a pause recorded from one response (default
-	// DefaultMaxPause), so that a misread value cannot block a key for
-	// years.
+	// MaxPause bounds a pause recorded from one response, and every wait
+	// the model computes (default DefaultMaxPause), so that a misread value
+	// cannot block a key for years.
 	MaxPause time.Duration
 	// IdleTTL is how long a key's state is kept once nothing it holds
 	// matters any more (default DefaultIdleTTL).
@@ -41,31 +40,39 @@ const (
 	DefaultIdleTTL  = 10 * time.Minute
 )
 
-func (c *Config) leaseTTL() time.Duration {
+func (c *Config) leaseTTL() int64 {
 	if c == nil || c.LeaseTTL <= 0 {
-		return DefaultLeaseTTL
+		return int64(DefaultLeaseTTL)
 	}
-	return c.LeaseTTL
+	return int64(c.LeaseTTL)
 }
 
-func (c *Config) maxPause() time.Duration {
+func (c *Config) maxPause() int64 {
 	if c == nil || c.MaxPause <= 0 {
-		return DefaultMaxPause
+		return int64(DefaultMaxPause)
 	}
-	return c.MaxPause
+	return int64(c.MaxPause)
 }
 
-func (c *Config) idleTTL() time.Duration {
+func (c *Config) idleTTL() int64 {
 	if c == nil || c.IdleTTL <= 0 {
-		return DefaultIdleTTL
+		return int64(DefaultIdleTTL)
 	}
-	return c.IdleTTL
+	return int64(c.IdleTTL)
+}
+
+func (c *Config) quotas() []Quota {
+	if c == nil {
+		return nil
+	}
+	return c.Quotas
 }
 
 // Request describes a request about to be sent.
 type Request struct {
 	// Route identifies what the request asks for ("GET /repos/x/issues"),
 	// so that the server-named bucket it is counted in can be remembered.
+	// Only its hash is kept.
 	Route string
 	// Quotas are the indexes in Config.Quotas of the declared quotas that
 	// apply.
@@ -80,23 +87,22 @@ type Why uint8
 
 // The reasons to wait.
 const (
-	// WhyPaused: the server asked for a pause (Retry-After, or a refusal
-	// with the reset of an exhausted quota).
+	// WhyPaused: the server asked for a pause (Retry-After).
 	WhyPaused Why = iota + 1
 	// WhyFirstAnswer: the key has never answered; its first request went
 	// alone and the rest wait for what it says.
 	WhyFirstAnswer
-	// WhyProbe: after a pause or a reset, one request went first and the
-	// rest wait for what it says.
+	// WhyProbe: after a pause or a refusal, one request went first and
+	// the rest wait for what it says.
 	WhyProbe
-	// WhyQuota: a quota the server announced has nothing left until it
-	// resets.
+	// WhyQuota: a quota the server announced has nothing left until
+	// enough of it returns.
 	WhyQuota
 	// WhyRefill: a refilling quota is spent; the next unit returns at the
 	// refill rate.
 	WhyRefill
 	// WhyAdaptive: the server sends no rate-limit headers and refused
-	// requests; the rate learnt from its 429s spaces them.
+	// requests; the rate learnt from its refusals spaces them.
 	WhyAdaptive
 	// WhyDeclared: a quota declared by the user has nothing left.
 	WhyDeclared
@@ -112,7 +118,7 @@ func (w Why) String() string {
 	case WhyProbe:
 		return "waiting for the answer of the request that went first"
 	case WhyQuota:
-		return "quota exhausted until its reset"
+		return "quota exhausted until enough of it returns"
 	case WhyRefill:
 		return "pacing to the quota's refill rate"
 	case WhyAdaptive:
@@ -131,9 +137,9 @@ type Decision struct {
 	OK    bool
 	Lease Lease
 	// At is, when !OK, when to ask again. When Definite, the request
-	// cannot be sent before At (a pause, a reset, a rate); otherwise it
-	// waits for an answer and should ask again as soon as the state
-	// changes, At being only a bound.
+	// cannot be sent before At (a pause, a window, a rate, and no answer
+	// on its way that could say otherwise); otherwise an answer may come
+	// sooner and change it, At being only a bound.
 	At       time.Time
 	Definite bool
 	// Why says why it waits; Detail names the quota or pause.
@@ -141,178 +147,350 @@ type Decision struct {
 	Detail string
 }
 
+// wait collects the reasons to wait, keeping the one that lasts longest.
+type wait struct {
+	set      bool
+	at       int64
+	definite bool
+	why      Why
+	detail   string
+}
+
+func (w *wait) later(at int64, definite bool, why Why, detail string) {
+	if !w.set || definite && (!w.definite || at > w.at) || !w.definite && !definite && at > w.at {
+		*w = wait{set: true, at: at, definite: definite, why: why, detail: detail}
+	}
+}
+
 // Reserve decides whether req may be sent at now. When it may, the lease is
 // recorded in s (it counts as in flight) and returned; the caller must
 // Complete or Cancel it.
 func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
-	s.expire(now)
-	bucket, known := s.bucketOf(req.Route)
+	k := &s.k
+	t := unixNano(now)
+	k.expire(t)
+	h := routeHash(req.Route)
+	bname, known := k.bucketOf(h)
 	if !known {
-		bucket = s.defaultBucket()
+		bname = k.defaultBucket()
 	}
-	probe := false
-	var wait Decision
-	later := func(d Decision) {
-		if wait.Why == 0 || d.Definite && (!wait.Definite || d.At.After(wait.At)) {
-			wait = d
+	first := false
+	var w wait
+	if b := k.findBucket(bname); b != nil {
+		switch {
+		case t < b.pause:
+			w.later(b.pause, true, WhyPaused, b.why)
+		case b.firstAfter != 0:
+			if l := k.firstIn(bname); l != nil {
+				w.later(l.expires, false, WhyProbe, b.why)
+			} else {
+				first = true
+			}
 		}
 	}
-	switch {
-	case now.Before(s.PauseUntil):
-		later(Decision{At: s.PauseUntil, Definite: true, Why: WhyPaused, Detail: s.PauseWhy})
-	case !s.ProbeAfter.IsZero():
-		if l := s.probeLease(); l != nil {
-			later(Decision{At: l.Expires, Why: WhyProbe, Detail: s.PauseWhy})
+	if !k.answered {
+		if len(k.leases) > 0 {
+			w.later(k.leases[0].expires, false, WhyFirstAnswer, "")
 		} else {
-			probe = true
-		}
-	case !s.Answered:
-		if len(s.Leases) > 0 {
-			later(Decision{At: s.Leases[0].Expires, Why: WhyFirstAnswer})
-		} else {
-			probe = true
+			first = true
 		}
 	}
-	for i := range s.Policies {
-		p := &s.Policies[i]
-		if p.Bucket != bucket || p.BaseAt.IsZero() {
-			continue // another bucket's, or nothing known of what is left
-		}
-		p.roll(s, now)
-		d, ok, first := p.hold(s, now, costIn(req.Cost, p.Unit))
-		if !ok {
-			later(d)
-		}
-		probe = probe || first
-	}
-	if d, ok := s.Adaptive.hold(now); !ok && len(s.Policies) == 0 {
-		later(d)
-	}
-	for _, qi := range req.Quotas {
-		if qi < 0 || qi >= len(cfgQuotas(cfg)) {
+	arrive := t + k.lead()
+	var probes [8]int
+	np := 0
+	for i := range k.policies {
+		p := &k.policies[i]
+		if p.bucket != bname || !p.seen {
 			continue
 		}
-		s.growQuotas(len(cfg.Quotas))
-		if d, ok := s.Quotas[qi].hold(now, cfg.Quotas[qi]); !ok {
-			later(d)
+		need := costIn(req.Cost, p.unit)
+		if need <= 0 {
+			need = 1 // an unknown cost waits only for an exhausted quota
+		}
+		r := p.hold(k, t, arrive, need)
+		switch {
+		case !r.ok:
+			w.later(r.at, r.definite, r.why, r.detail)
+		case r.probe && np < len(probes):
+			probes[np] = i
+			np++
 		}
 	}
-	if wait.Why != 0 {
+	if len(k.policies) == 0 {
+		if at, ok := k.silent.hold(t); !ok {
+			w.later(at, true, WhyAdaptive, fmt.Sprintf("%.3g requests/s", k.silent.Rate(time.Unix(0, t))))
+		}
+	}
+	qs := cfg.quotas()
+	for _, qi := range req.Quotas {
+		if qi < 0 || qi >= len(qs) {
+			continue
+		}
+		k.growQuotas(len(qs))
+		if at, ok := k.quotas[qi].hold(k, t, qs[qi]); !ok {
+			w.later(at, true, WhyDeclared, qs[qi].String())
+		}
+	}
+	if w.set {
 		// A rate's arithmetic can land on now itself: ask again a moment
 		// later rather than at once, which would spin. A wait for an
 		// answer asks again soon: the answer may land in a store this
 		// process does not hear from.
-		wait.At = maxTime(wait.At, now.Add(minStep))
-		if !wait.Definite {
-			wait.At = minTime(wait.At, now.Add(pollStep))
+		at := min(max(w.at, t+int64(minStep)), t+cfg.maxPause())
+		if !w.definite {
+			at = min(at, t+int64(pollStep))
 		}
-		return wait
+		return Decision{At: time.Unix(0, at), Definite: w.definite, Why: w.why, Detail: w.detail}
 	}
-	return Decision{OK: true, Lease: s.grant(now, req, bucket, probe, cfg)}
-}
-
-func cfgQuotas(cfg *Config) []Quota {
-	if cfg == nil {
-		return nil
+	l := k.grant(t, req, h, bname, first, cfg)
+	if debugOn {
+		debugf("grant %d at %.3f", l.seq, float64(t%1e12)/1e9)
+		for i := range k.policies {
+			p := &k.policies[i]
+			debugGrants[l.seq] = fmt.Sprintf("[%d/%d] granted at %.3f first=%v: rem %d since %d inflight %d %s", i, len(k.policies), float64(t%1e12)/1e9, first, p.obsRem, p.since, k.inflight(p), p.dump(t))
+		}
 	}
-	return cfg.Quotas
+	for _, i := range probes[:np] {
+		k.policies[i].probe = l.seq
+		debugf("probe %d granted for %05b", l.seq, k.policies[i].probeFor)
+	}
+	s.touch(t, cfg)
+	return Decision{OK: true, Lease: Lease{l: l}}
 }
 
 // grant records a lease for req.
-func (s *State) grant(now time.Time, req Request, bucket string, probe bool, cfg *Config) Lease {
-	s.Seq++
-	l := Lease{Seq: s.Seq, At: now, Expires: now.Add(cfg.leaseTTL()), Bucket: bucket, Route: req.Route, Probe: probe}
+func (k *keyState) grant(t int64, req Request, h uint64, bname string, first bool, cfg *Config) lease {
+	k.seq++
+	l := lease{seq: k.seq, at: t, expires: t + cfg.leaseTTL(), bucket: bname, route: h, first: first}
 	for _, c := range req.Cost {
-		if c.N > 0 && c.Unit != ratelimit.UnitRequests && c.Unit != "" {
-			addAmount(&l.Cost, c.Unit, c.N)
+		if c.N > 0 && unitOf(c.Unit) != ratelimit.UnitRequests {
+			l.cost = append(l.cost, Amount{Unit: unitOf(c.Unit), N: c.N})
 		}
 	}
-	l.Spent = s.spend(bucket, l.Cost)
-	s.Adaptive.sent(now)
+	k.silent.sent(time.Unix(0, t))
+	qs := cfg.quotas()
 	for _, qi := range req.Quotas {
-		if qi >= 0 && qi < len(s.Quotas) {
-			s.Quotas[qi].sent(now, cfg.Quotas[qi])
-			l.Quotas = append(l.Quotas, qi)
+		if qi >= 0 && qi < len(k.quotas) && qi < len(qs) {
+			k.quotas[qi].sent(t, l.seq, qs[qi])
+			l.quotas = append(l.quotas, qi)
 		}
 	}
-	s.Leases = append(s.Leases, l)
-	s.touch(now, cfg)
+	k.leases = append(k.leases, l)
 	return l
 }
 
-// probeLease returns the lease in flight that went first, if any.
-func (s *State) probeLease() *Lease {
-	for i := range s.Leases {
-		if s.Leases[i].Probe {
-			return &s.Leases[i]
+// firstIn returns the lease in flight in bucket that went first, if any.
+func (k *keyState) firstIn(bname string) *lease {
+	for i := range k.leases {
+		if k.leases[i].first && k.leases[i].bucket == bname {
+			return &k.leases[i]
 		}
 	}
 	return nil
 }
 
 // expire drops the leases whose time is up.
-func (s *State) expire(now time.Time) {
-	s.Leases = slices.DeleteFunc(s.Leases, func(l Lease) bool { return !now.Before(l.Expires) })
+func (k *keyState) expire(t int64) {
+	n := 0
+	for _, l := range k.leases {
+		if t < l.expires {
+			k.leases[n] = l
+			n++
+			continue
+		}
+		k.endProbes(l.seq)
+	}
+	clear(k.leases[n:])
+	k.leases = k.leases[:n]
 }
 
-// defaultBucket is the bucket of a route never seen: the key's own ("")
-// when it has policies there, else the bucket of the first policy.
-func (s *State) defaultBucket() string {
-	for i := range s.Policies {
-		if s.Policies[i].Bucket == "" {
-			return ""
+// endProbes forgets that lease seq probes any policy.
+func (k *keyState) endProbes(seq uint64) {
+	for i := range k.policies {
+		if k.policies[i].probe == seq {
+			k.policies[i].probe, k.policies[i].probeFor, k.policies[i].probeParam = 0, 0, 0
 		}
 	}
-	if len(s.Policies) > 0 {
-		return s.Policies[0].Bucket
-	}
-	return ""
 }
 
-// costIn returns what a request costs in unit u.
-func costIn(cost []Amount, u ratelimit.Unit) int64 {
-	if u == ratelimit.UnitRequests || u == "" {
-		return 1
-	}
-	return amountOf(cost, u)
+// lead is how long after it is sent a request reaches the server, at the
+// least: half the least round trip seen.
+func (k *keyState) lead() int64 { return k.rttMin / 2 }
+
+// arrival is when the server is taken to have counted a request sent at
+// sent and answered at recv: half way (see the package doc).
+func (k *keyState) arrival(sent, recv int64) int64 { return sent + (recv-sent)/2 }
+
+// hold is a policy's answer to a request: go (perhaps as a probe), or
+// wait.
+type holdResult struct {
+	ok, probe, definite bool
+	at                  int64
+	why                 Why
+	detail              string
 }
 
-// touch extends the key's life past now and everything it holds.
-func (s *State) touch(now time.Time, cfg *Config) {
-	exp := now.Add(cfg.idleTTL())
-	for _, t := range []time.Time{s.PauseUntil} {
-		if t.After(now) {
-			exp = maxTime(exp, t.Add(cfg.idleTTL()))
+// hold decides whether need units of p may be spent by a request sent at
+// now that reaches the server at arrive.
+func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
+	inflight := k.inflight(p)
+	if p.obsRem-p.since-inflight >= need {
+		// Whatever returns, what the newest answer left is still there.
+		return holdResult{ok: true}
+	}
+	p.revive(arrive)
+	pl := p.plausible()
+	room := float64(need)
+	ok := true
+	for c := range nCand {
+		if pl&(1<<c) != 0 && p.avail(candidate(c), arrive, inflight, cautious) < room {
+			ok = false
+			break
 		}
 	}
-	for i := range s.Leases {
-		exp = maxTime(exp, s.Leases[i].Expires)
+	if ok {
+		if debugOn {
+			var av [nCand]float64
+			for c := range nCand {
+				av[c] = p.avail(candidate(c), arrive, inflight, cautious)
+			}
+			debugf("ok at %.3f arrive %.3f: avail %.1f inflight %d", float64(now%1e12)/1e9, float64(arrive%1e12)/1e9, av, inflight)
+		}
+		return holdResult{ok: true}
 	}
-	for i := range s.Policies {
-		if r := s.Policies[i].ResetAt; r.After(now) {
-			exp = maxTime(exp, r.Add(cfg.idleTTL()))
+	// The cautious instant: when every candidate says there is room. The
+	// soonest instant a candidate says so cautiously, and the soonest its
+	// optimistic parameters say so: what a probe tests.
+	at, soon, opt := arrive, int64(never), int64(never)
+	slowest := cWindow
+	for c := range nCand {
+		if pl&(1<<c) == 0 {
+			continue
+		}
+		tc := p.when(candidate(c), arrive, need, inflight, cautious)
+		if tc > at {
+			at, slowest = tc, candidate(c)
+		}
+		soon = min(soon, tc)
+		opt = min(opt, p.when(candidate(c), arrive, need, inflight, optimistic))
+	}
+	gain := p.probeGain(k)
+	debugf("hold at %.3f: need %d inflight %d cautious %+.3f (%v) soon %+.3f opt %+.3f %s", float64(now%1e12)/1e9, need, inflight, float64(at-arrive)/1e9, slowest, float64(soon-arrive)/1e9, float64(opt-arrive)/1e9, p.dump(arrive))
+	lead := arrive - now
+	if p.probe == 0 && at-arrive >= gain {
+		// Waiting for the cautious candidate costs more than a refusal:
+		// test the candidates that say there is room now, as they are
+		// (a refusal refutes them), or else the parameters that do.
+		var whole, param uint8
+		for c := range nCand {
+			if pl&(1<<c) == 0 {
+				continue
+			}
+			switch {
+			case p.avail(candidate(c), arrive, inflight, cautious) >= room:
+				whole |= 1 << c
+			case p.avail(candidate(c), arrive, inflight, optimistic) >= room:
+				param |= 1 << c
+			}
+		}
+		if whole != 0 {
+			p.probeFor, p.probeParam = whole, 0
+			return holdResult{ok: true, probe: true}
+		}
+		if param != 0 && soon-arrive >= gain {
+			p.probeFor, p.probeParam = param, param
+			return holdResult{ok: true, probe: true}
 		}
 	}
-	s.Expires = exp
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+	if p.probe == 0 && soon < at && at-soon >= gain {
+		at = soon // a probe may go then
+	} else if p.probe == 0 && opt < at && at-opt >= gain && soon-opt >= gain {
+		at = opt
 	}
-	return b
+	r := holdResult{why: WhyQuota, definite: p.probe == 0 && !k.inFlightIn(p.bucket)}
+	if slowest == cBucket {
+		r.why = WhyRefill
+	}
+	if at == never {
+		// Nothing says when it returns; an answer on its way may.
+		r.definite = false
+		at = now + int64(pollStep)
+	} else {
+		at -= lead
+	}
+	r.at = min(at, now+maxHorizon)
+	r.detail = p.describe(slowest)
+	return r
 }
 
-// seconds returns d in seconds.
-func seconds(d time.Duration) float64 { return d.Seconds() }
+// probeGain is the least a probe must save over waiting for the cautious
+// candidate to be worth a refusal: a refused request waits at least
+// decide's floor of 100 ms before it is sent again, and a few round trips
+// are spent learning. TestProbeWorthIt pins it.
+func (p *policy) probeGain(k *keyState) int64 {
+	return max(4*k.rtt, int64(minProbeGain))
+}
 
-// after returns now plus f seconds, saturating.
-func after(t time.Time, f float64) time.Time {
+const minProbeGain = 100e6
+
+// inFlightIn reports whether a lease is in flight in bucket.
+func (k *keyState) inFlightIn(bname string) bool {
+	for i := range k.leases {
+		if k.leases[i].bucket == bname {
+			return true
+		}
+	}
+	return false
+}
+
+// describe says what the quota is and what holds it back, for the reason of
+// a wait.
+func (p *policy) describe(c candidate) string {
+	name := p.name
+	if name == "" {
+		name = string(p.unit)
+	}
+	s := fmt.Sprintf("%q %d left of %d", name, max(p.obsRem, 0), p.limit)
+	if w := p.period.hi; w > 0 {
+		s += fmt.Sprintf(" per %v", time.Duration(w))
+	}
+	s += "; returns as a " + c.String()
+	if c == cBucket && p.rLo > 0 {
+		s += fmt.Sprintf(" at %.3g/s", p.rLo)
+	}
+	return s
+}
+
+// touch extends the key's life past t and everything it holds.
+func (s *State) touch(t int64, cfg *Config) {
+	k := &s.k
+	idle := cfg.idleTTL()
+	exp := t + idle
+	for i := range k.buckets {
+		if b := k.buckets[i].pause; b > t {
+			exp = max(exp, b+idle)
+		}
+	}
+	for i := range k.leases {
+		exp = max(exp, k.leases[i].expires)
+	}
+	for i := range k.policies {
+		for _, b := range k.policies[i].win {
+			if b.hi > t && b.hi < t+maxHorizon {
+				exp = max(exp, b.hi+idle)
+			}
+		}
+	}
+	s.Expires = time.Unix(0, min(exp, t+maxHorizon))
+}
+
+// after returns t plus f seconds, saturating.
+func after(t int64, f float64) int64 {
 	if f <= 0 {
 		return t
 	}
-	if f > float64(ratelimit.MaxDuration/time.Second) {
-		return t.Add(ratelimit.MaxDuration)
+	if f > float64(maxHorizon)/1e9 {
+		return t + maxHorizon
 	}
-	return t.Add(time.Duration(math.Ceil(f * float64(time.Second))))
+	return t + int64(math.Ceil(f*1e9))
 }

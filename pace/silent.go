@@ -1,44 +1,43 @@
 package pace
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
 
-// Adaptive is the rate of a key whose server sends no rate-limit headers,
+// silent is the rate of a key whose server sends no rate-limit headers,
 // learnt from its 429s as the AWS SDK's adaptive retry mode does (CUBIC):
 // unlimited until the first 429; then 0.7 times the measured sending rate,
 // growing back along a cubic curve towards, and past, the rate at which the
 // server refused, until the next 429. Requests are spaced by a token bucket
 // filling at that rate (golang.org/x/time/rate's model, as a plain value).
-type Adaptive struct {
+type silent struct {
 	// On reports that a 429 without headers was seen: the rate applies.
-	On bool `json:"on,omitempty"`
+	on bool
 	// Max is the rate at the last 429 (CUBIC's W_max) and Throttled its
 	// instant, in requests per second.
-	Max       float64   `json:"max,omitempty"`
-	Throttled time.Time `json:"throttled,omitempty"`
+	max       float64  
+	throttled time.Time
 	// Tokens and Filled are the token bucket: Tokens at Filled.
-	Tokens float64   `json:"tokens,omitempty"`
-	Filled time.Time `json:"filled,omitempty"`
+	tokens float64  
+	filled time.Time
 	// Measured is the smoothed rate of requests the server accepted;
 	// Count were accepted in the interval that began at Since.
-	Measured float64   `json:"measured,omitempty"`
-	Count    int       `json:"count,omitempty"`
-	Since    time.Time `json:"since,omitempty"`
+	measured float64  
+	count    int      
+	since    time.Time
 	// Cut is the instant of the last 429 that cut the rate: answers to
 	// requests sent before it are part of the same refusal.
-	Cut time.Time `json:"cut,omitempty"`
+	cut time.Time
 	// Accepted counts the answers accepted since First, the first send,
 	// until the first 429.
-	Accepted int       `json:"accepted,omitempty"`
-	First    time.Time `json:"first,omitempty"`
+	admitted int      
+	first    time.Time
 	// Streak counts the key's 429s without headers since the last answer
 	// it accepted (those to requests sent after the one before), the
 	// last of which arrived at Backed.
-	Streak int       `json:"streak,omitempty"`
-	Backed time.Time `json:"backed,omitempty"`
+	streak int      
+	backed time.Time
 }
 
 // backOff returns how long the key pauses after a 429 without rate-limit
@@ -50,18 +49,18 @@ type Adaptive struct {
 // refuses everything until it rolls: paced requests would each earn a 429
 // until then; with the pause, and one request first after it (the key's
 // probe), a few do.
-func (a *Adaptive) backOff(now, sent time.Time) time.Duration {
-	if a.Streak > 0 && sent.Before(a.Backed) {
+func (a *silent) backOff(now, sent time.Time) time.Duration {
+	if a.streak > 0 && sent.Before(a.backed) {
 		return 0 // in flight before the last refusal: the same refusal
 	}
-	a.Streak++
-	a.Backed = now
-	if a.Streak == 1 {
+	a.streak++
+	a.backed = now
+	if a.streak == 1 {
 		return 0 // the first: the rate's cut may be enough
 	}
 	step := time.Duration(float64(time.Second) / a.Rate(now))
 	step = min(max(step, minBackOff), firstBackOff)
-	return min(step<<min(a.Streak-2, 16), maxBackOff)
+	return min(step<<min(a.streak-2, 16), maxBackOff)
 }
 
 // The bounds of the first pause after a 429 without headers, and the
@@ -85,15 +84,15 @@ const (
 )
 
 // Rate returns the rate at now, in requests per second (+Inf when off).
-func (a *Adaptive) Rate(now time.Time) float64 {
-	if !a.On {
+func (a *silent) Rate(now time.Time) float64 {
+	if !a.on {
 		return math.Inf(1)
 	}
-	t := seconds(now.Sub(a.Throttled))
-	k := math.Cbrt(a.Max * (1 - cubicBeta) / cubicC)
-	r := cubicC*math.Pow(t-k, 3) + a.Max
-	if a.Measured > 0 {
-		r = min(r, max(2*a.Measured, a.Max))
+	t := seconds(now.Sub(a.throttled))
+	k := math.Cbrt(a.max * (1 - cubicBeta) / cubicC)
+	r := cubicC*math.Pow(t-k, 3) + a.max
+	if a.measured > 0 {
+		r = min(r, max(2*a.measured, a.max))
 	}
 	return max(r, minRate)
 }
@@ -103,105 +102,109 @@ func (a *Adaptive) Rate(now time.Time) float64 {
 func burst(r float64) float64 { return max(1, r/10) }
 
 // fill brings the bucket to now.
-func (a *Adaptive) fill(now time.Time) {
+func (a *silent) fill(now time.Time) {
 	r := a.Rate(now)
-	if now.After(a.Filled) {
-		a.Tokens = min(burst(r), a.Tokens+r*seconds(now.Sub(a.Filled)))
-		a.Filled = now
+	if now.After(a.filled) {
+		a.tokens = min(burst(r), a.tokens+r*seconds(now.Sub(a.filled)))
+		a.filled = now
 	}
 }
 
-// hold reports whether a request may go at now.
-func (a *Adaptive) hold(now time.Time) (Decision, bool) {
-	if !a.On {
-		return Decision{}, true
+// hold reports whether a request may go at t, and if not, until when it
+// waits.
+func (a *silent) hold(t int64) (int64, bool) {
+	if !a.on {
+		return 0, true
 	}
+	now := time.Unix(0, t)
 	a.fill(now)
-	if a.Tokens >= 1 {
-		return Decision{}, true
+	if a.tokens >= 1 {
+		return 0, true
 	}
-	r := a.Rate(now)
-	return Decision{At: after(now, (1-a.Tokens)/r), Definite: true, Why: WhyAdaptive, Detail: fmt.Sprintf("%.3g requests/s", r)}, false
+	return after(t, (1-a.tokens)/a.Rate(now)), false
 }
 
 // sent records a request sent at now.
-func (a *Adaptive) sent(now time.Time) {
-	if a.Since.IsZero() {
-		a.Since = now
+func (a *silent) sent(now time.Time) {
+	if a.since.IsZero() {
+		a.since = now
 	}
-	if a.First.IsZero() {
-		a.First = now
+	if a.first.IsZero() {
+		a.first = now
 	}
-	if a.On {
+	if a.on {
 		a.fill(now)
-		a.Tokens--
+		a.tokens--
 	}
 }
 
 // accepted records an answer the server did not refuse, at now: the rate
 // the server accepts is what a refusal cuts from.
-func (a *Adaptive) accepted(now time.Time) {
-	if a.Since.IsZero() {
-		a.Since = now
+func (a *silent) accepted(now time.Time) {
+	if a.since.IsZero() {
+		a.since = now
 	}
-	if el := now.Sub(a.Since); el >= measureWindow {
-		rate := float64(a.Count) / seconds(el)
-		a.Measured = measureSmooth*rate + (1-measureSmooth)*a.Measured
-		a.Count, a.Since = 0, now
+	if el := now.Sub(a.since); el >= measureWindow {
+		rate := float64(a.count) / seconds(el)
+		a.measured = measureSmooth*rate + (1-measureSmooth)*a.measured
+		a.count, a.since = 0, now
 	}
-	a.Count++
-	if !a.On {
-		a.Accepted++
+	a.count++
+	if !a.on {
+		a.admitted++
 	}
-	a.Streak = 0
+	a.streak = 0
 }
 
 // refund gives back the token of a request that never left.
-func (a *Adaptive) refund() {
-	if a.On {
-		a.Tokens++
+func (a *silent) refund() {
+	if a.on {
+		a.tokens++
 	}
 }
 
 // throttle takes in a 429 at now, to a request sent at sent. A request sent
 // before the last 429 says nothing about the rate since: it is ignored, so
 // that one burst refused at once cuts the rate once.
-func (a *Adaptive) throttle(now, sent time.Time, retryAfter time.Duration) {
-	if a.On && (sent.Before(a.Cut) || now.Sub(a.Cut) < cutCooldown) {
+func (a *silent) throttle(now, sent time.Time, retryAfter time.Duration) {
+	if a.on && (sent.Before(a.cut) || now.Sub(a.cut) < cutCooldown) {
 		// Part of the refusal already taken in: a window that refuses
 		// until it rolls says so to every request in it, whatever the
 		// rate since.
 		return
 	}
-	if !a.On && a.Accepted == 0 && retryAfter > 0 {
+	if !a.on && a.admitted == 0 && retryAfter > 0 {
 		// Nothing accepted yet: no rate to learn; the pause will do.
 		return
 	}
-	rate := a.Measured
-	if !a.On && retryAfter > 0 && !a.First.IsZero() {
+	rate := a.measured
+	if !a.on && retryAfter > 0 && !a.first.IsZero() {
 		// The first refusal: what was accepted until now, and the wait
 		// the server asks for before more, bound the rate it allows.
 		// Start on the curve's plateau, at that rate: a measured rate, not
 		// one to cut from.
-		a.Max = max(float64(a.Accepted)/seconds(now.Sub(a.First)+retryAfter), minRate)
-		k := math.Cbrt(a.Max * (1 - cubicBeta) / cubicC)
-		a.Throttled, a.On, a.Cut = now.Add(-time.Duration(k*float64(time.Second))), true, now
-		a.Tokens, a.Filled = min(1, burst(a.Rate(now))), now
+		a.max = max(float64(a.admitted)/seconds(now.Sub(a.first)+retryAfter), minRate)
+		k := math.Cbrt(a.max * (1 - cubicBeta) / cubicC)
+		a.throttled, a.on, a.cut = now.Add(-time.Duration(k*float64(time.Second))), true, now
+		a.tokens, a.filled = min(1, burst(a.Rate(now))), now
 		return
 	}
-	if a.Count > 0 {
-		rate = max(rate, float64(a.Count)/max(seconds(now.Sub(a.Since)), seconds(measureWindow)))
+	if a.count > 0 {
+		rate = max(rate, float64(a.count)/max(seconds(now.Sub(a.since)), seconds(measureWindow)))
 	}
-	if a.On {
+	if a.on {
 		a.fill(now)
 		rate = min(rate, a.Rate(now))
 	} else {
 		// The request that was refused may be retried at once by the
 		// rate's measure; its retry's own backoff spaces it.
-		a.Tokens = 1
+		a.tokens = 1
 	}
-	a.Max = max(rate, minRate)
-	a.Throttled, a.Cut = now, now
-	a.On = true
-	a.Tokens, a.Filled = min(a.Tokens, burst(a.Rate(now))), now
+	a.max = max(rate, minRate)
+	a.throttled, a.cut = now, now
+	a.on = true
+	a.tokens, a.filled = min(a.tokens, burst(a.Rate(now))), now
 }
+
+// seconds returns d in seconds.
+func seconds(d time.Duration) float64 { return d.Seconds() }

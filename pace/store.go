@@ -64,13 +64,13 @@ func Update(ctx context.Context, store Store, key string, f func(*State) error) 
 	if ip, ok := store.(InPlace); ok {
 		var out State
 		err := ip.UpdateInPlace(ctx, key, func(s *State) error {
-			next := s.clone()
+			next := s.Clone()
 			if err := f(&next); err != nil {
 				return err
 			}
 			next.Version = s.Version
 			*s = next
-			out = next.clone()
+			out = next.Clone()
 			out.Version++
 			return nil
 		})
@@ -84,7 +84,7 @@ func Update(ctx context.Context, store Store, key string, f func(*State) error) 
 		if err != nil {
 			return State{}, err
 		}
-		next := cur.clone()
+		next := cur.Clone()
 		if err := f(&next); err != nil {
 			return State{}, err
 		}
@@ -158,7 +158,7 @@ func (m *MemoryStore) Load(_ context.Context, key string) (State, error) {
 	if e.state.Version != 0 && !e.state.Expires.IsZero() && !m.now().Before(e.state.Expires) {
 		return State{Version: e.state.Version}, nil // forgotten, but versions never go back
 	}
-	return e.state.clone(), nil
+	return e.state.Clone(), nil
 }
 
 // CompareAndSwap implements Store. A key the store holds nothing for
@@ -180,7 +180,7 @@ func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint
 	ok := !e.dead && (e.state.Version == version || created && version == 0)
 	if ok {
 		v := e.state.Version
-		e.state = next.clone()
+		e.state = next.Clone()
 		e.state.Version = v + 1
 	} else if created {
 		m.forget(key, e) // nothing written: the key stays without an entry

@@ -225,7 +225,7 @@ func xcXRateLimit(d ratelimit.Dialect) func(x *xcView) []ratelimit.Policy {
 		m, s := x.metas[b], x.states[b]
 		p := ratelimit.Policy{Unit: ratelimit.UnitRequests, Limit: m.capacity, HasLimit: true,
 			Remaining: s.remaining, HasRemaining: true,
-			Reset: xcAbsolute(x.wall, s.reset, time.Second), HasReset: true, Dialect: d}
+			Reset: xcAbsolute(x.wall, s.reset, time.Second), HasReset: true, ResetAbsolute: true, Dialect: d}
 		if d == ratelimit.DialectGitHub {
 			p.Name = "core"
 			if m.named {
@@ -236,7 +236,7 @@ func xcXRateLimit(d ratelimit.Dialect) func(x *xcView) []ratelimit.Policy {
 	}
 }
 
-func xcPerUnit(d ratelimit.Dialect, units []ratelimit.Unit, reset func(x *xcView, s xcState) time.Duration) func(x *xcView) []ratelimit.Policy {
+func xcPerUnit(d ratelimit.Dialect, units []ratelimit.Unit, absolute bool, reset func(x *xcView, s xcState) time.Duration) func(x *xcView) []ratelimit.Policy {
 	return func(x *xcView) []ratelimit.Policy {
 		var out []ratelimit.Policy
 		for _, u := range units {
@@ -247,7 +247,7 @@ func xcPerUnit(d ratelimit.Dialect, units []ratelimit.Unit, reset func(x *xcView
 			m, s := x.metas[b], x.states[b]
 			out = append(out, ratelimit.Policy{Unit: u, Limit: m.capacity, HasLimit: true,
 				Remaining: s.remaining, HasRemaining: true,
-				Reset: reset(x, s), HasReset: true, Dialect: d})
+				Reset: reset(x, s), HasReset: true, ResetAbsolute: absolute, Dialect: d})
 		}
 		return out
 	}
@@ -274,10 +274,10 @@ var xcDialects = []xcDialect{
 	{ratelimittest.XRateLimit, ratelimit.DialectXRateLimit, xcXRateLimit(ratelimit.DialectXRateLimit)},
 	{ratelimittest.GitHub, ratelimit.DialectGitHub, xcXRateLimit(ratelimit.DialectGitHub)},
 	{ratelimittest.OpenAI, ratelimit.DialectOpenAI, xcPerUnit(ratelimit.DialectOpenAI,
-		[]ratelimit.Unit{ratelimit.UnitRequests, ratelimit.UnitTokens},
+		[]ratelimit.Unit{ratelimit.UnitRequests, ratelimit.UnitTokens}, false,
 		func(_ *xcView, s xcState) time.Duration { return xcCeil(s.reset, time.Millisecond) })},
 	{ratelimittest.Anthropic, ratelimit.DialectAnthropic, xcPerUnit(ratelimit.DialectAnthropic,
-		[]ratelimit.Unit{ratelimit.UnitRequests, ratelimit.UnitTokens, ratelimit.UnitInputTokens, ratelimit.UnitOutputTokens},
+		[]ratelimit.Unit{ratelimit.UnitRequests, ratelimit.UnitTokens, ratelimit.UnitInputTokens, ratelimit.UnitOutputTokens}, true,
 		func(x *xcView, s xcState) time.Duration { return xcAbsolute(x.wall, s.reset, time.Second) })},
 	{ratelimittest.Discord, ratelimit.DialectDiscord, func(x *xcView) []ratelimit.Policy {
 		b := x.binding(ratelimit.UnitRequests)
@@ -661,6 +661,7 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 			b := x.binding(ratelimit.UnitRequests)
 			want2 := slices.Clone(want)
 			want2[0].Reset = xcAbsolute(wall, st.want[b].reset, time.Millisecond)
+			want2[0].ResetAbsolute = true
 			require.Equal(t, want2, got2, "policies from X-RateLimit-Reset\n%s", msg)
 			require.GreaterOrEqual(t, got2[0].Reset, st.want[b].reset, msg)
 		}

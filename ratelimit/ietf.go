@@ -432,6 +432,7 @@ func legacyCurrent(f *fieldSet, db *dateBase, limit []string, remaining, reset f
 	}
 	if v, ok := f.first(reset); ok {
 		cur.Reset, cur.HasReset = parseReset(v, resetAuto, db)
+		cur.ResetAbsolute = db.abs
 	}
 	return cur
 }
@@ -453,11 +454,12 @@ func (b *policyBuilder) gitlab(f *fieldSet, db *dateBase) {
 	}
 	if v, ok := f.first(fRateLimitResetTime); ok {
 		if t, ok := parseHTTPDate(v); ok {
-			p.Reset, p.HasReset = untilClamped(db.now(), t), true
+			p.Reset, p.HasReset, p.ResetAbsolute = untilClamped(db.now(), t), true, true
 		}
 	}
 	if v, ok := f.first(fRateLimitReset); ok && !p.HasReset {
 		p.Reset, p.HasReset = parseReset(v, resetEpoch, db)
+		p.ResetAbsolute = db.abs
 	}
 	if p.HasLimit || p.HasRemaining || p.HasReset {
 		b.dialects = b.dialects.With(DialectGitLab)

@@ -33,6 +33,11 @@ type Policy struct {
 	// reset in the past is 0.
 	Reset    time.Duration
 	HasReset bool
+	// ResetAbsolute reports that the server wrote the reset as an instant
+	// (a Unix time or a date) rather than as a delay: Reset was measured
+	// from the response's Date, and an instant in whole seconds was rounded
+	// on the server's clock, not from the moment it answered.
+	ResetAbsolute bool
 	// Scope is where the dialect says the quota applies: Discord's
 	// X-RateLimit-Scope ("user", "shared"), Azure's scope for resource
 	// policies. Empty when not given.

@@ -46,6 +46,9 @@ type dateBase struct {
 	base     time.Time
 	done     bool
 	memo     *Parser // remembers the last Date parsed; nil for ParseHeaders
+	// abs reports whether the reset parseReset read last was an instant
+	// (a Unix time or a date), not a delay.
+	abs bool
 }
 
 func (c *dateBase) now() time.Time {
@@ -65,6 +68,7 @@ func (c *dateBase) now() time.Time {
 // value is malformed; the result is never negative (a reset in the past is 0)
 // and never beyond MaxDuration.
 func parseReset(v string, f resetFormat, c *dateBase) (time.Duration, bool) {
+	c.abs = false
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false
@@ -77,6 +81,7 @@ func parseReset(v string, f resetFormat, c *dateBase) (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
+		c.abs = true
 		return untilUnix(c.now(), sec, nsec), true
 	}
 	if v[0] < '0' || v[0] > '9' {
@@ -85,6 +90,7 @@ func parseReset(v string, f resetFormat, c *dateBase) (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
+		c.abs = true
 		return untilClamped(c.now(), t), true
 	}
 	if isDecimal(v) {
@@ -95,6 +101,7 @@ func parseReset(v string, f resetFormat, c *dateBase) (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
+		c.abs = true
 		return untilClamped(c.now(), t), true
 	}
 	return parseGoDuration(v)
@@ -113,6 +120,7 @@ func parseAutoNumber(v string, c *dateBase) (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
+		c.abs = true
 		return untilUnix(c.now(), sec, nsec), true
 	}
 	if whole >= nearDate {

@@ -73,6 +73,7 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, db *dateBase) {
 	case DialectDiscord:
 		if v, ok := f.first(fXRLResetAfter); ok {
 			p.Reset, p.HasReset = parseReset(v, resetDelta, db)
+			p.ResetAbsolute = db.abs
 		}
 		resetFormat = resetEpoch
 		p.Partition, _ = f.first(fXRLBucket)
@@ -83,9 +84,11 @@ func (b *policyBuilder) xRateLimit(f *fieldSet, db *dateBase) {
 	}
 	if v, ok := f.first(fXRLReset); ok && !p.HasReset {
 		p.Reset, p.HasReset = parseReset(v, resetFormat, db)
+		p.ResetAbsolute = db.abs
 	}
 	if v, ok := f.first(fXRLNext); ok && !p.HasReset { // Akamai's older spelling
 		p.Reset, p.HasReset = parseReset(v, resetAuto, db)
+		p.ResetAbsolute = db.abs
 	}
 	if v, ok := f.first(fXRLBurstCapacity); ok && !p.HasLimit {
 		// Spring Cloud Gateway: the bucket's size is the most it admits at once.
@@ -147,6 +150,7 @@ func (b *policyBuilder) xRateLimitHyphenated(f *fieldSet, db *dateBase) {
 	}
 	if v, ok := f.first(fXRateLimitReset); ok {
 		p.Reset, p.HasReset = parseReset(v, resetAuto, db)
+		p.ResetAbsolute = db.abs
 	}
 	if v, ok := f.first(fXRateLimitDuration); ok && p.Window == 0 {
 		p.Window, _ = parsePeriod(v) // tollbooth: "1" (seconds) or "1h0m0s"
@@ -382,6 +386,7 @@ func (b *policyBuilder) family(db *dateBase, ffs []familyField) {
 			counted = true
 		case kindReset:
 			p.Reset, p.HasReset = parseReset(ff.value, resetAuto, db)
+			p.ResetAbsolute = db.abs
 		}
 	}
 	if counted && !p.HasLimit && !p.HasRemaining {
@@ -439,6 +444,7 @@ func (b *policyBuilder) zendesk(db *dateBase, name, value string) {
 			p.Remaining, p.HasRemaining = parseCount(v)
 		case "resets":
 			p.Reset, p.HasReset = parseReset(v, resetDelta, db)
+			p.ResetAbsolute = db.abs
 		}
 	}
 	if p.HasLimit || p.HasRemaining || p.HasReset {
@@ -610,6 +616,7 @@ func (b *policyBuilder) simpleVendors(f *fieldSet, db *dateBase) {
 		}
 		if s, ok := f.first(v.reset); ok && v.reset != 0 {
 			p.Reset, p.HasReset = parseReset(s, resetAuto, db)
+			p.ResetAbsolute = db.abs
 		}
 		if p.HasLimit || p.HasRemaining || p.HasReset {
 			b.dialects = b.dialects.With(v.d)

@@ -1,0 +1,357 @@
+package pace
+
+import "math"
+
+// candidate names one of a policy's explanations: a server algorithm whose
+// parameters the evidence bounds (see the package doc).
+type candidate uint8
+
+const (
+	// cWindow is a fixed window with boundaries one period apart, on the
+	// clock.
+	cWindow candidate = iota
+	// cAnchored is a fixed window that starts at the first request to
+	// arrive after the last one ended (a Redis INCR+EXPIRE counter).
+	cAnchored
+	// cLog is a sliding log: each unit returns one window after it was
+	// counted.
+	cLog
+	// cCounter is a sliding window counter: the current window's count
+	// plus the previous one's, weighted by the share of it that a window
+	// ending now still covers.
+	cCounter
+	// cBucket is a token bucket, leaky bucket or GCRA: units return at a
+	// steady rate, up to the capacity.
+	cBucket
+	nCand
+)
+
+// allCandidates is the set of every candidate.
+const allCandidates = 1<<nCand - 1
+
+var candidateNames = [nCand]string{"fixed window", "window from a first request", "sliding log", "sliding counter", "bucket"}
+
+func (c candidate) String() string {
+	if c < nCand {
+		return candidateNames[c]
+	}
+	return "candidate?"
+}
+
+// Time in the model is Unix nanoseconds; never is an instant that does not
+// come.
+const never = math.MaxInt64
+
+// maxHorizon bounds every wait the model computes.
+const maxHorizon = int64(100 * 365 * 24 * 3600 * 1e9)
+
+// bounds is an interval of instants [lo, hi]: where the end of a window
+// lies, say. The zero bounds are unknown.
+type bounds struct{ lo, hi int64 }
+
+func (b bounds) known() bool { return b.hi != 0 }
+
+// mid is the interval's middle, where a probe tests it.
+func (b bounds) mid() int64 { return b.lo + (b.hi-b.lo)/2 }
+
+// view is how a candidate is asked: cautiously (the parameters that let
+// the least through) or optimistically (the ones a probe tests).
+type view bool
+
+const (
+	cautious   view = false
+	optimistic view = true
+)
+
+// counted returns how many units candidate c says the server counts at the
+// instant t, besides the client's leases in flight.
+func (p *policy) counted(c candidate, t int64, v view) float64 {
+	switch c {
+	case cWindow, cAnchored:
+		return float64(p.windowCounted(c, t, v))
+	case cLog:
+		w := p.periodFor(v)
+		if w <= 0 {
+			return float64(p.own.total() + p.logF.total())
+		}
+		return float64(p.own.sum(t-w, t) + p.logF.sum(t-w, t))
+	case cCounter:
+		return p.counterCounted(t, v)
+	case cBucket:
+		return float64(p.limit) - p.bucketLevel(t, p.rate(v))
+	}
+	return 0
+}
+
+// periodFor returns the window length a view takes: the longest for the
+// cautious (a sliding log keeps its units longer, a window ends later), the
+// shortest for the optimistic. 0 when unknown.
+func (p *policy) periodFor(v view) int64 {
+	if v == optimistic && p.period.lo > 0 {
+		return p.period.lo
+	}
+	return p.period.hi
+}
+
+// windowCounted is counted for the window candidates: what the newest
+// answer said, plus the client's units since, until the window ends; then
+// the client's units since the new window began.
+func (p *policy) windowCounted(c candidate, t int64, v view) int64 {
+	b := p.win[c]
+	end, from := p.windowEnd(c, v), b.lo // cautious: ends late, and counts what may be in the next one
+	if v == optimistic {
+		from = end
+	}
+	if !b.known() || t < end {
+		return max(p.limit-p.obsRem, 0) + p.since
+	}
+	per := p.periodFor(v)
+	if c == cAnchored {
+		// The next window opens with the first unit to arrive after this
+		// one ended: the client's own, when nothing else is known.
+		for {
+			first := p.own.firstAfter(from)
+			if first == never || first > t {
+				return 0 // not opened yet: a request now opens it
+			}
+			if per <= 0 || t < p.own.firstAfter(end)+per {
+				return p.own.sum(first-1, t)
+			}
+			from = p.own.firstAfter(end) + per
+			end = from
+		}
+	}
+	if per > 0 && t >= end+per {
+		k := (t - end) / per
+		end += k * per
+		from += k * per
+		if v == cautious && p.period.lo > 0 {
+			from = b.lo + k*p.period.lo
+		}
+	}
+	return p.own.sum(from-1, t)
+}
+
+// windowEnd is where a view takes candidate c's window to end: the latest
+// instant its bounds allow for the cautious; for the optimistic, the
+// server's second that the Date says it ends at (see aligned), or else the
+// middle of the bounds.
+func (p *policy) windowEnd(c candidate, v view) int64 {
+	b := p.win[c]
+	if v == cautious {
+		return b.hi
+	}
+	if c == cWindow && p.guess >= b.lo && p.guess <= b.hi {
+		return p.guess
+	}
+	return b.mid()
+}
+
+// counterCounted is counted for the sliding window counter: of the window
+// that t falls in (windows one period long, their boundaries where p.ctr
+// says), its count, plus the previous window's weighted by the share of it
+// a window ending at t still covers. Cautiously, the larger of the counts
+// at either end of the boundary's bounds.
+func (p *policy) counterCounted(t int64, v view) float64 {
+	w := p.periodFor(v)
+	if w <= 0 || !p.ctr.known() {
+		return float64(p.own.total() + p.ctrF.total())
+	}
+	at := func(phase int64) float64 {
+		ws := phase + floorDiv(t-phase, w)*w
+		cur := p.own.sum(ws-1, t) + p.ctrF.sum(ws-1, t)
+		prev := p.own.sum(ws-w-1, ws-1) + p.ctrF.sum(ws-w-1, ws-1)
+		f := float64(t-ws) / float64(w)
+		return float64(cur) + float64(prev)*(1-f)
+	}
+	if v == optimistic {
+		return at(p.ctr.mid())
+	}
+	return max(at(p.ctr.lo), at(p.ctr.hi))
+}
+
+// bucketLevel is the bucket's level at t at rate r (units per second): the
+// newest answer's remaining, refilled to the capacity, less the client's
+// units counted since. Spending before refilling only delays the bucket's
+// filling up, so this never says more than is there.
+func (p *policy) bucketLevel(t int64, r float64) float64 {
+	lvl := float64(p.obsRem)
+	if dt := t - p.obsAt; dt > 0 && r > 0 {
+		lvl = min(float64(p.limit), lvl+r*float64(dt)/1e9)
+	}
+	return lvl - float64(p.since)
+}
+
+// rate returns the bucket's refill rate a view takes: the least the
+// evidence allows for the cautious; for the optimistic, the middle of what
+// it allows (in a logarithmic sense), or, with no upper bound, twice the
+// least or the quota's average rate, whichever is more.
+func (p *policy) rate(v view) float64 {
+	if v == cautious {
+		return p.rLo
+	}
+	if p.rHi > 0 {
+		if p.rLo > 0 {
+			return math.Sqrt(p.rLo * p.rHi)
+		}
+		return p.rHi / 2
+	}
+	avg := 0.0
+	if w := p.period.hi; w > 0 && p.limit > 0 {
+		avg = float64(p.limit) / (float64(w) / 1e9)
+	}
+	return max(2*p.rLo, avg, minProbeRate)
+}
+
+// minProbeRate is the least refill rate a probe tests (units per second):
+// a bucket slower than one unit a minute is paced by its other evidence.
+const minProbeRate = 1.0 / 60
+
+// avail returns how many units candidate c says are free at t, for a
+// request arriving then, given inflight units of the client's still in
+// flight.
+func (p *policy) avail(c candidate, t int64, inflight int64, v view) float64 {
+	return float64(p.limit) - p.counted(c, t, v) - float64(inflight)
+}
+
+// when returns the earliest instant, at or after from, at which candidate c
+// says need units are free for a request arriving then, with inflight units
+// in flight; never if it says they will not be (until an answer says
+// more).
+func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
+	room := float64(need)
+	if p.avail(c, from, inflight, v) >= room {
+		return from
+	}
+	if float64(p.limit-inflight) < room {
+		return never
+	}
+	switch c {
+	case cWindow, cAnchored:
+		if !p.win[c].known() {
+			return never
+		}
+		end := p.windowEnd(c, v)
+		per := p.periodFor(v)
+		for range 4 {
+			if end >= from && p.avail(c, end, inflight, v) >= room {
+				return end
+			}
+			if per <= 0 {
+				return never
+			}
+			end += per
+			if end < from {
+				end += (from - end) / per * per
+			}
+		}
+		return never
+	case cLog:
+		w := p.periodFor(v)
+		if w <= 0 {
+			return never
+		}
+		keep := p.limit - inflight - need
+		return afterBoth(&p.own, &p.logF, from, w, keep)
+	case cCounter:
+		return p.counterWhen(from, room+float64(inflight), v)
+	case cBucket:
+		r := p.rate(v)
+		if r <= 0 {
+			return never
+		}
+		// min(C, lvl + r dt) - spent >= need + inflight
+		short := room + float64(inflight) + float64(p.since) - float64(p.obsRem)
+		t := p.obsAt + int64(math.Ceil(short/r*1e9))
+		return max(t, from)
+	}
+	return never
+}
+
+// counterWhen solves the counter's count for the instant at or after from
+// when room units fit, scanning the window that from falls in and the next
+// two.
+func (p *policy) counterWhen(from int64, room float64, v view) int64 {
+	w := p.periodFor(v)
+	if w <= 0 || !p.ctr.known() {
+		return never
+	}
+	phase := p.ctr.hi
+	if v == optimistic {
+		phase = p.ctr.mid()
+	}
+	fits := func(t int64) bool { return float64(p.limit)-p.counterCounted(t, v) >= room }
+	ws := phase + floorDiv(from-phase, w)*w
+	for k := range 3 {
+		lo, hi := max(from, ws+int64(k)*w), ws+int64(k+1)*w-1
+		if fits(lo) {
+			return lo
+		}
+		if !fits(hi) {
+			continue
+		}
+		// The count falls as the window goes on: bisect to a millisecond.
+		for hi-lo > 1e6 {
+			m := lo + (hi-lo)/2
+			if fits(m) {
+				hi = m
+			} else {
+				lo = m
+			}
+		}
+		return hi
+	}
+	return never
+}
+
+// floorDiv is a/b rounded towards minus infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// firstAfter returns the instant of the first entry counted at or after t,
+// or never.
+func (l *ledger) firstAfter(t int64) int64 {
+	for _, e := range l.e {
+		if e.at >= t {
+			return e.at
+		}
+	}
+	return never
+}
+
+// afterBoth is ledger.after over the union of two ledgers: the earliest
+// instant at or after from at which at most keep of their units were
+// counted in the window of length w ending then.
+func afterBoth(a, b *ledger, from, w, keep int64) int64 {
+	if keep < 0 {
+		return never
+	}
+	in := a.sum(from-w, from+maxHorizon) + b.sum(from-w, from+maxHorizon)
+	if in <= keep {
+		return from
+	}
+	i, j := 0, 0
+	for i < len(a.e) || j < len(b.e) {
+		var e entry
+		if j >= len(b.e) || i < len(a.e) && a.e[i].at <= b.e[j].at {
+			e = a.e[i]
+			i++
+		} else {
+			e = b.e[j]
+			j++
+		}
+		if e.at <= from-w {
+			continue
+		}
+		in -= e.n
+		if in <= keep {
+			return max(e.at+w, from)
+		}
+	}
+	return never
+}

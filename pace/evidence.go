@@ -1,0 +1,529 @@
+package pace
+
+import (
+	"math"
+
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// answer is one answer as the policies take it in.
+type answer struct {
+	l       *lease
+	at      int64 // the instant the server is taken to have counted it
+	sent    int64
+	recv    int64
+	date    int64 // the response's Date, 0 when none
+	refused bool
+	ra      int64 // Retry-After, 0 when none
+	k       *keyState
+}
+
+// cost returns what the answered request cost in p's unit.
+func (a *answer) cost(p *policy) int64 { return costIn(a.l.cost, p.unit) }
+
+// described takes in an answer that spoke of p (o): what was left, the
+// reset, the limit.
+func (p *policy) described(a *answer, o *ratelimit.Policy) {
+	p.last = a.recv
+	if o.HasLimit && o.Limit > 0 {
+		p.limit = o.Limit
+	}
+	if o.Window > 0 {
+		p.said = int64(o.Window)
+		p.period = bounds{int64(o.Window), int64(o.Window)}
+	}
+	if !o.HasRemaining {
+		p.undescribed(a)
+		p.resetEvidence(a, o)
+		return
+	}
+	r := o.Remaining
+	if !o.HasLimit && r+1 > p.limit {
+		p.limit = r + 1
+	}
+	if r > p.limit {
+		r = p.limit
+	}
+	cost := a.cost(p)
+	admitted := !a.refused
+	if !p.seen {
+		if admitted {
+			p.own.add(a.at, cost, p.quantum())
+			p.ownCum += cost
+		}
+		p.first(a, o, r, cost)
+		return
+	}
+	if a.at < p.obsAt || a.at-p.obsAt <= a.k.orderSlack() && r >= p.obsRem {
+		// Counted before the newest answer (or so close to it that the
+		// order is the counts': the more left, the sooner counted): the
+		// newest answer counted it already, and this one says less,
+		// except about the reset. Its unit was booked then, if that
+		// answer showed more counted than it explained.
+		if admitted {
+			booked := min(p.early, cost)
+			p.early -= booked
+			p.own.add(a.at, cost-booked, p.quantum())
+			p.ownCum += cost - booked
+		}
+		p.resetEvidence(a, o)
+		return
+	}
+	since := p.since
+	if admitted {
+		since += cost
+		p.own.add(a.at, cost, p.quantum())
+		p.ownCum += cost
+	} else if r == 0 {
+		p.notEnded(a)
+	}
+	p.revive(a.at)
+	prevAt, prevRem := p.obsAt, p.obsRem
+	p.check(a, r, prevAt, prevRem, since)
+	p.obsAt, p.obsRem, p.since = a.at, r, 0
+	p.resetEvidence(a, o)
+	p.prune()
+}
+
+// first takes in the first answer that said what was left of p: every
+// candidate starts from it. What the server counted besides the request is
+// booked, for the ledger-based candidates, at the answer's instant.
+func (p *policy) first(a *answer, o *ratelimit.Policy, r, cost int64) {
+	p.seen = true
+	p.obsAt, p.obsRem = a.at, r
+	if prior := p.limit - r - cost; prior > 0 {
+		p.logF.add(a.at, prior, p.quantum())
+		p.ctrF.add(a.at, prior, p.quantum())
+	}
+	p.resetEvidence(a, o)
+}
+
+// check compares what each candidate predicted for the answer with what it
+// said (r left at a.at), refuting those that it contradicts and booking, for
+// those it shows too hopeful, what others must have spent.
+func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
+	amb := p.ambiguous(a)
+	var short [nCand]float64
+	minShort := math.Inf(1)
+	for c := range nCand {
+		if p.alive&(1<<c) == 0 {
+			continue
+		}
+		tol := p.tolerance(candidate(c), a, amb)
+		pred := float64(p.limit) - p.countedForCheck(candidate(c), a.at, prevAt, prevRem, since)
+		diff := float64(r) - pred
+		if diff != 0 {
+			debugf("check %v at %.3f: r=%d pred=%.1f diff=%.1f tol=%d since=%d prevRem=%d", candidate(c), float64(a.at%1e12)/1e9, r, pred, diff, tol, since, prevRem)
+		}
+		if diff > float64(tol) {
+			diff = p.explainSurplus(candidate(c), a, r, prevAt, prevRem, since, diff, tol)
+			if diff > float64(tol) {
+				p.refute(1<<c, a.at)
+				continue
+			}
+		}
+		if diff < 0 {
+			short[c] = -diff
+			minShort = min(minShort, -diff)
+		} else {
+			minShort = 0
+		}
+	}
+	p.bucketRate(a, r)
+	// What every candidate misses may be the client's own requests in
+	// flight, counted before their answers: book them so.
+	var mine int64
+	if !math.IsInf(minShort, 1) && minShort >= 1 {
+		mine = min(int64(minShort), a.k.inflightBy(p, a.at)-p.early)
+		if mine > 0 {
+			p.early += mine
+			p.own.add(a.at, mine, p.quantum())
+			p.ownCum += mine
+		} else {
+			mine = 0
+		}
+	}
+	for c := range nCand {
+		if p.alive&(1<<c) == 0 {
+			continue
+		}
+		f := short[c] - float64(mine)
+		p.score[c] *= scoreDecay
+		if f < 1 {
+			continue
+		}
+		p.score[c] += f
+		n := int64(f)
+		switch candidate(c) {
+		case cLog:
+			p.logF.add(a.at, n, p.quantum())
+		case cCounter:
+			p.ctrF.add(a.at, n, p.quantum())
+		}
+	}
+}
+
+// countedForCheck is what candidate c says the server counted at t, from
+// the answer before (counted at prevAt, with prevRem left, since units of
+// the client's counted after it) for the candidates that carry their state
+// from answer to answer.
+func (p *policy) countedForCheck(c candidate, t, prevAt, prevRem, since int64) float64 {
+	switch c {
+	case cWindow, cAnchored:
+		if p.win[c].known() && t >= p.win[c].hi && prevAt < p.win[c].lo {
+			return p.counted(c, t, cautious)
+		}
+		return float64(max(p.limit-prevRem, 0) + since)
+	case cBucket:
+		lvl := float64(prevRem)
+		if dt := t - prevAt; dt > 0 && p.rLo > 0 {
+			lvl = min(float64(p.limit), lvl+p.rLo*float64(dt)/1e9)
+		}
+		return float64(p.limit) - (lvl - float64(since))
+	}
+	return p.counted(c, t, cautious)
+}
+
+// tolerance is how many more units an answer may show left than candidate
+// c predicted without contradicting it: the units whose order with it is
+// uncertain (amb), those a sliding log returns so close to its instant
+// that their order with it is uncertain too, and, for the candidates whose
+// counts are fractions that servers round, one.
+func (p *policy) tolerance(c candidate, a *answer, amb int64) int64 {
+	switch c {
+	case cLog:
+		if w := p.period.hi; w > 0 {
+			s := a.k.orderSlack()
+			return amb + p.own.sum(a.at-w-s, a.at-w+s)
+		}
+		return amb
+	case cCounter, cBucket:
+		return amb + 1
+	}
+	return amb
+}
+
+// ambiguous returns how many of the client's units were counted so close
+// to t that their order with it is uncertain: the answer may not include
+// them although the ledger puts them before it.
+func (p *policy) ambiguous(a *answer) int64 {
+	return p.own.sum(a.at-a.k.orderSlack(), a.at-1)
+}
+
+// orderSlack is how far apart two instants at which the server is taken to
+// have counted requests must be for their order to be trusted: half the
+// spread of round trips, at least a millisecond (a coarse clock's tick).
+func (k *keyState) orderSlack() int64 {
+	return max(k.rtt-k.rttMin, 2e6) / 2
+}
+
+// explainSurplus tries to explain an answer that shows diff units more left
+// than candidate c predicted, by what c's parameters allow (a window that
+// ended sooner, others' spending that was not there, a faster refill), and
+// returns what remains unexplained.
+func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, since int64, diff float64, tol int64) float64 {
+	switch c {
+	case cWindow, cAnchored:
+		b := &p.win[c]
+		if b.known() && b.lo > a.at && !p.resetsUnreliable() {
+			return diff // the window cannot have ended yet
+		}
+		// The window ended since the answer before: a fresh one holds the
+		// quota less some of the units counted since then, and little
+		// that others spent.
+		if fresh := float64(p.limit-since) - float64(tol) - p.scoreSlack(); float64(r) < fresh {
+			return diff
+		}
+		// It ended after the answer before and by this one, within its
+		// bounds if they allow.
+		lo, hi := prevAt+1, a.at
+		if b.known() && b.lo <= hi && b.hi >= lo {
+			lo, hi = max(lo, b.lo), min(hi, b.hi)
+		}
+		if c == cAnchored {
+			// The new one opened with the first unit after the end.
+			lo, hi = p.own.firstAfter(lo), p.own.firstAfter(hi)
+			if hi > a.at {
+				hi = a.at
+			}
+		}
+		if p.period.known() {
+			*b = bounds{lo + p.period.lo, hi + p.period.hi}
+			for c == cWindow && b.hi <= a.at {
+				b.lo, b.hi = b.lo+p.period.lo, b.hi+p.period.hi
+			}
+		} else {
+			*b = bounds{}
+		}
+		debugf("window %v rolled at %.3f (prev %.3f): next end [%.3f %.3f]", c, float64(a.at%1e12)/1e9, float64(prevAt%1e12)/1e9, float64(b.lo%1e12)/1e9, float64(b.hi%1e12)/1e9)
+		return 0
+	case cLog:
+		return diff - float64(p.logF.takeOldest(int64(math.Ceil(diff))-tol))
+	case cCounter:
+		return diff - float64(p.ctrF.takeOldest(int64(math.Ceil(diff))-tol))
+	case cBucket:
+		// A faster refill explains it unless the bucket cannot hold it.
+		spent := float64(since)
+		if float64(r-tol)+spent > float64(p.limit) {
+			return diff
+		}
+		return 0 // bucketRate measures it, over a span long enough
+	}
+	return diff
+}
+
+// bucketRate takes in the least refill rate the answers imply: the
+// quota's cumulative level (what was left plus every unit of the client's
+// counted by then) can only have grown by what returned, and others'
+// spending or a full bucket only make it grow less. Measured over the
+// longest span the anchors give, its noise (a unit either way at each end)
+// matters least.
+func (p *policy) bucketRate(a *answer, r int64) {
+	level := func(at, rem int64) int64 { return rem + p.ownCum - p.own.sum(at, at+maxHorizon) }
+	now := level(a.at, r)
+	for _, an := range p.anchors {
+		if dt := a.at - an.at; dt >= minRateSpan {
+			p.raiseRate(float64(now-level(an.at, an.rem)-2) / (float64(dt) / 1e9))
+		}
+	}
+	gap := max(int64(minRateSpan), p.period.hi/maxAnchors)
+	if n := len(p.anchors); n == 0 || a.at-p.anchors[n-1].at >= gap {
+		if n == maxAnchors {
+			copy(p.anchors, p.anchors[1:])
+			p.anchors = p.anchors[:n-1]
+		}
+		p.anchors = append(p.anchors, anchor{at: a.at, rem: r})
+	}
+}
+
+// An anchor is an earlier answer a refill rate is measured from: when it
+// was counted, and what it said was left. The quota's cumulative level
+// then is what was left plus the client's units counted by then, which
+// answers that come later may still add to: it is reckoned when used.
+type anchor struct {
+	at, rem int64
+}
+
+// maxAnchors bounds the anchors kept, one per sixteenth of a window at most;
+// minRateSpan is the least span a rate is measured over. A rate measured
+// over a window is off by two units per window at most: TestBucketRate
+// pins both.
+const (
+	maxAnchors  = 16
+	minRateSpan = 50e6
+)
+
+// raiseRate raises the bucket's least refill rate to r.
+func (p *policy) raiseRate(r float64) {
+	if r <= p.rLo {
+		return
+	}
+	debugf("rate %.3g -> %.3g", p.rLo, r)
+	p.rLo = r
+	if p.rHi > 0 && p.rHi < p.rLo {
+		p.rHi = 0 // the refusals that bounded it were others' doing
+	}
+}
+
+// rollWindows moves each window candidate's bounds past the windows that
+// ended by t.
+func (p *policy) rollWindows(t int64) {
+	for c := cWindow; c <= cAnchored; c++ {
+		b := &p.win[c]
+		for b.known() && b.hi <= t {
+			if !p.period.known() {
+				*b = bounds{}
+				break
+			}
+			if c == cAnchored {
+				// The next window opened with the first unit to arrive
+				// after the end.
+				lo, hi := p.own.firstAfter(b.lo), p.own.firstAfter(b.hi)
+				if hi == never || hi > t {
+					*b = bounds{}
+					break
+				}
+				*b = bounds{lo + p.period.lo, hi + p.period.hi}
+				continue
+			}
+			*b = bounds{b.lo + p.period.lo, b.hi + p.period.hi}
+		}
+	}
+	if p.guess != 0 && p.guess <= t && p.period.known() {
+		p.guess += (t-p.guess)/p.period.lo*p.period.lo + p.period.lo
+	}
+}
+
+// prune forgets what no candidate needs any more: units counted more than
+// two windows ago (the counter's horizon).
+func (p *policy) prune() {
+	w := p.period.hi
+	if w <= 0 {
+		return
+	}
+	before := p.obsAt - 2*w - int64(maxWindowSlack)
+	p.own.prune(before)
+	p.logF.prune(before)
+	p.ctrF.prune(before)
+}
+
+// maxWindowSlack is what prune keeps beyond two windows.
+const maxWindowSlack = 1e9
+
+// resetsUnreliable reports that the server's resets contradicted the
+// windows' bounds more often than they held.
+func (p *policy) resetsUnreliable() bool { return p.resets > 2 }
+
+// undescribed takes in an answer that did not say what was left of p: an
+// admission says it had room; a refusal may be another quota's.
+func (p *policy) undescribed(a *answer) {
+	if a.refused {
+		return
+	}
+	cost := a.cost(p)
+	if p.seen && a.at >= p.obsAt {
+		// Admitted: every candidate must have had room for it.
+		amb := p.ambiguous(a)
+		for c := range nCand {
+			if p.alive&(1<<c) == 0 {
+				continue
+			}
+			tol := p.tolerance(candidate(c), a, amb)
+			room := float64(p.limit) - p.countedForCheck(candidate(c), a.at, p.obsAt, p.obsRem, p.since)
+			if short := float64(cost) - room; short > float64(tol) {
+				if p.explainSurplus(candidate(c), a, p.obsRem, p.obsAt, p.obsRem, p.since, short, tol) > float64(tol) {
+					p.refute(1<<c, a.at)
+				}
+			}
+		}
+	}
+	if p.seen && a.at > p.obsAt {
+		p.since += cost
+	}
+	p.own.add(a.at, cost, p.quantum())
+	p.ownCum += cost
+}
+
+// notEnded takes in a refusal that p's quota was spent at a.at: a window
+// that had room by its bounds had not ended then; Retry-After bounds when
+// it does.
+func (p *policy) notEnded(a *answer) {
+	for c := cWindow; c <= cAnchored; c++ {
+		b := &p.win[c]
+		if !b.known() || b.lo > a.at {
+			continue
+		}
+		ended := b.hi <= a.at
+		b.lo = a.at
+		if c == cWindow && ended && p.alignedUntil <= a.at {
+			// The server's seconds did not end it: its windows are not
+			// on its clock, for a while.
+			p.alignedUntil = a.at + max(reviveWindows*p.period.hi, int64(reviveFloor))
+		}
+		if b.hi <= b.lo {
+			b.hi = b.lo + max(a.ra, 1e9)
+		}
+	}
+}
+
+// resetEvidence takes in what an answer's reset and Retry-After say of
+// when the quota returns: where a window ends, how fast a bucket refills.
+func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
+	if !o.HasReset {
+		return
+	}
+	lo, hi := p.resetBounds(a, o)
+	if hi <= 0 {
+		return
+	}
+	if o.HasRemaining && o.Remaining < p.limit {
+		// A bucket's reset is when it is full again.
+		missing := float64(p.limit - o.Remaining)
+		if secs := float64(hi-a.at) / 1e9; secs > 0 {
+			p.raiseRate(missing / secs)
+		}
+	}
+	for c := cWindow; c <= cAnchored; c++ {
+		b := &p.win[c]
+		nb := bounds{lo, hi}
+		switch {
+		case !b.known():
+			*b = nb
+		case nb.hi < b.lo || nb.lo > b.hi:
+			// The reset points elsewhere than the window's end: the
+			// server's resets are not a window's, or the bounds were wrong.
+			debugf("window %v: reset [%.3f %.3f] outside [%.3f %.3f]", c, float64(nb.lo%1e12)/1e9, float64(nb.hi%1e12)/1e9, float64(b.lo%1e12)/1e9, float64(b.hi%1e12)/1e9)
+			p.resets++
+			*b = nb
+		default:
+			b.lo, b.hi = max(b.lo, nb.lo), min(b.hi, nb.hi)
+			if p.resets > 0 {
+				p.resets--
+			}
+		}
+	}
+	if p.alignedUntil <= a.at {
+		p.aligned(a, p.win[cWindow])
+	}
+	if p.period.known() && !p.ctr.known() {
+		p.ctr = bounds{lo, hi}
+	}
+	if !p.period.known() && o.Reset > 0 {
+		// A reset is at most a window away: the longest seen, in the
+		// precision it was given, bounds the window from below.
+		w := int64(o.Reset)
+		if w%1e9 == 0 {
+			w = max(w, 1e9)
+		}
+		if w > p.period.hi {
+			p.period = bounds{w, w}
+		}
+	}
+}
+
+// resetBounds returns the instants, in the client's clock, between which
+// the reset o gave lies. A reset in whole seconds is rounded: a delay up
+// from when the server answered, an instant either way on the server's
+// clock.
+func (p *policy) resetBounds(a *answer, o *ratelimit.Policy) (lo, hi int64) {
+	reset := int64(o.Reset)
+	gran := int64(1e6)
+	if reset%1e9 == 0 {
+		gran = 1e9
+	}
+	if o.ResetAbsolute && a.date != 0 {
+		c := &a.k.clock
+		at := a.date + reset
+		if !c.known {
+			return at - gran + a.recv - a.date - 1e9, at + gran + a.recv - a.date
+		}
+		return at - gran + c.lo, at + gran + c.hi
+	}
+	return a.sent + reset - gran, a.recv + reset
+}
+
+// aligned takes the server's Date as a guess of where a window ends, for a
+// window of whole seconds on the server's clock, as most are: the only
+// multiple of the window in its bounds, in the server's time, with the
+// clocks taken to agree unless their bounds say otherwise (see
+// offset.guess), and a margin for the request to land after it. The guess
+// is what a probe tests (see windowEnd): it is not trusted until an answer
+// confirms it.
+func (p *policy) aligned(a *answer, b bounds) {
+	c := &a.k.clock
+	w := p.period.hi
+	if a.date == 0 || !c.known || w <= 0 || w%1e9 != 0 || p.period.lo != w {
+		return
+	}
+	off := c.guess()
+	slo, shi := b.lo-off, b.hi-off // the bounds in the server's time
+	first := (slo + w - 1) / w * w
+	if first > shi || first+w <= shi {
+		return // none, or more than one
+	}
+	p.guess = first + off + alignMargin
+}
+
+// alignMargin is added to a window's end guessed from the server's Date, so
+// that the request that tests it lands after it.
+const alignMargin = 2e6

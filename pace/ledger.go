@@ -1,0 +1,148 @@
+package pace
+
+// A ledger is a policy's record of units the server counted, and when: the
+// client's own admitted requests (at the instant the server is taken to
+// have counted each, see arrival), or, in a candidate's own ledger, the
+// spending of others that candidate had to assume. Entries are kept in
+// order of time. It is bounded: an entry closer than the quantum to the one
+// before it is merged into it, and when it is full the two closest
+// neighbours are merged; a merged entry takes the later instant, so that a
+// unit is never taken to have been counted earlier (and so to return
+// sooner) than it was.
+type ledger struct {
+	e []entry
+}
+
+// entry is n units counted at the instant at (Unix nanoseconds).
+type entry struct {
+	at int64
+	n  int64
+}
+
+// maxLedger bounds a ledger's entries: with a quantum of a 128th of the
+// window (see policy.quantum), two windows of spending fit without a merge
+// beyond the quantum's. TestLedgerBounded pins it.
+const maxLedger = 256
+
+// add records n units counted at at, merging as the type says.
+func (l *ledger) add(at, n, quantum int64) {
+	if n <= 0 {
+		return
+	}
+	i := len(l.e)
+	for i > 0 && l.e[i-1].at > at {
+		i--
+	}
+	switch {
+	case i > 0 && at-l.e[i-1].at < quantum:
+		// Merge into the entry before, at the later instant.
+		l.e[i-1].n += n
+		l.e[i-1].at = max(l.e[i-1].at, at)
+		if i < len(l.e) && l.e[i].at < l.e[i-1].at {
+			// Merged past the entry after it: keep the order.
+			l.e[i-1], l.e[i] = l.e[i], l.e[i-1]
+		}
+		return
+	case i < len(l.e) && l.e[i].at-at < quantum:
+		l.e[i].n += n // the entry after is later already
+		return
+	}
+	l.e = append(l.e, entry{})
+	copy(l.e[i+1:], l.e[i:])
+	l.e[i] = entry{at: at, n: n}
+	if len(l.e) > maxLedger {
+		l.squeeze()
+	}
+}
+
+// squeeze merges the two closest neighbours into the later one.
+func (l *ledger) squeeze() {
+	best, gap := 1, int64(-1)
+	for i := 1; i < len(l.e); i++ {
+		if d := l.e[i].at - l.e[i-1].at; gap < 0 || d < gap {
+			best, gap = i, d
+		}
+	}
+	l.e[best].n += l.e[best-1].n
+	l.e = append(l.e[:best-1], l.e[best:]...)
+}
+
+// sum returns the units counted in (from, to].
+func (l *ledger) sum(from, to int64) int64 {
+	var n int64
+	for i := len(l.e) - 1; i >= 0 && l.e[i].at > from; i-- {
+		if l.e[i].at <= to {
+			n += l.e[i].n
+		}
+	}
+	return n
+}
+
+// total returns every unit the ledger holds.
+func (l *ledger) total() int64 {
+	var n int64
+	for _, e := range l.e {
+		n += e.n
+	}
+	return n
+}
+
+// prune forgets the entries counted at or before t.
+func (l *ledger) prune(t int64) {
+	i := 0
+	for i < len(l.e) && l.e[i].at <= t {
+		i++
+	}
+	if i > 0 {
+		l.e = append(l.e[:0], l.e[i:]...)
+	}
+}
+
+// takeOldest removes up to n units, the oldest first, and returns how many
+// it removed: spending that was assumed of others and that an answer showed
+// was not there (or had already returned).
+func (l *ledger) takeOldest(n int64) int64 {
+	took := int64(0)
+	for len(l.e) > 0 && took < n {
+		k := min(l.e[0].n, n-took)
+		l.e[0].n -= k
+		took += k
+		if l.e[0].n == 0 {
+			l.e = l.e[1:]
+		}
+	}
+	return took
+}
+
+// after returns the earliest instant t >= from such that the units counted
+// in (t-w, t] are at most keep, considering only units counted at or
+// before from (later ones, if any, are counted too); never when even the
+// newest unit would still be counted past the horizon. It is how long a
+// sliding log of window w makes a request wait.
+func (l *ledger) after(from, w, keep int64) int64 {
+	if l.sum(from-w, from) <= keep {
+		return from
+	}
+	// Units age out in order: find the entry whose ageing out leaves at
+	// most keep in the window.
+	in := l.sum(from-w, from+maxHorizon)
+	for i := range l.e {
+		e := l.e[i]
+		if e.at <= from-w {
+			continue
+		}
+		in -= e.n
+		if in <= keep {
+			return e.at + w
+		}
+	}
+	return never
+}
+
+// clone returns a copy that shares no memory with l.
+func (l ledger) clone() ledger {
+	if l.e == nil {
+		return l
+	}
+	return ledger{e: append([]entry(nil), l.e...)}
+}
