@@ -70,13 +70,15 @@ func (p *policy) counted(c candidate, t int64, v view) float64 {
 	case cWindow, cAnchored:
 		return float64(p.windowCounted(c, t, v))
 	case cLog:
-		w := p.periodFor(v)
+		// A sliding log and a counter have no parameter a probe could
+		// test on its own: their optimistic view is their cautious one.
+		w := p.periodFor(cautious)
 		if w <= 0 {
 			return float64(p.own.total() + p.logF.total())
 		}
 		return float64(p.own.sum(t-w, t) + p.logF.sum(t-w, t))
 	case cCounter:
-		return p.counterCounted(t, v)
+		return p.counterCounted(t, cautious)
 	case cBucket:
 		return float64(p.limit) - p.bucketLevel(t, p.rate(v))
 	}
@@ -247,14 +249,14 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 		}
 		return never
 	case cLog:
-		w := p.periodFor(v)
+		w := p.periodFor(cautious)
 		if w <= 0 {
 			return never
 		}
 		keep := p.limit - inflight - need
 		return afterBoth(&p.own, &p.logF, from, w, keep)
 	case cCounter:
-		return p.counterWhen(from, room+float64(inflight), v)
+		return p.counterWhen(from, room+float64(inflight), cautious)
 	case cBucket:
 		r := p.rate(v)
 		if r <= 0 {

@@ -14,6 +14,7 @@ type answer struct {
 	recv    int64
 	date    int64 // the response's Date, 0 when none
 	refused bool
+	probe   bool  // the request probed a policy
 	ra      int64 // Retry-After, 0 when none
 	k       *keyState
 }
@@ -80,7 +81,11 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	p.revive(a.at)
 	prevAt, prevRem := p.obsAt, p.obsRem
 	p.check(a, r, prevAt, prevRem, since)
+	p.settleWindows(a, r, since)
 	p.obsAt, p.obsRem, p.since = a.at, r, 0
+	if admitted {
+		p.probeTokens = min(p.probeTokens+probeShare, probeBurst)
+	}
 	p.resetEvidence(a, o)
 	p.prune()
 }
@@ -325,10 +330,39 @@ func (p *policy) raiseRate(r float64) {
 	}
 }
 
+// settleWindows takes in an answer counted after a window candidate's
+// bounds say its window ended: a fresh window's count moves the bounds to
+// the next window's end; an old window's count says it had not ended.
+func (p *policy) settleWindows(a *answer, r, since int64) {
+	fresh := float64(r) >= float64(p.limit-since)-float64(1+p.ambiguous(a))-p.scoreSlack()
+	for c := cWindow; c <= cAnchored; c++ {
+		b := &p.win[c]
+		if !b.known() || b.hi > a.at {
+			continue
+		}
+		if fresh {
+			p.rollWindow(c, a.at)
+			continue
+		}
+		b.lo = a.at
+		b.hi = a.at + max(p.period.hi, 1e9)
+	}
+}
+
 // rollWindows moves each window candidate's bounds past the windows that
 // ended by t.
 func (p *policy) rollWindows(t int64) {
 	for c := cWindow; c <= cAnchored; c++ {
+		p.rollWindow(c, t)
+	}
+	if p.guess != 0 && p.guess <= t && p.period.known() {
+		p.guess += (t-p.guess)/p.period.lo*p.period.lo + p.period.lo
+	}
+}
+
+// rollWindow moves candidate c's bounds past the windows that ended by t.
+func (p *policy) rollWindow(c candidate, t int64) {
+	{
 		b := &p.win[c]
 		for b.known() && b.hi <= t {
 			if !p.period.known() {
@@ -348,9 +382,6 @@ func (p *policy) rollWindows(t int64) {
 			}
 			*b = bounds{b.lo + p.period.lo, b.hi + p.period.hi}
 		}
-	}
-	if p.guess != 0 && p.guess <= t && p.period.known() {
-		p.guess += (t-p.guess)/p.period.lo*p.period.lo + p.period.lo
 	}
 }
 
@@ -443,6 +474,7 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 			p.raiseRate(missing / secs)
 		}
 	}
+	p.rollWindows(a.at)
 	for c := cWindow; c <= cAnchored; c++ {
 		b := &p.win[c]
 		nb := bounds{lo, hi}

@@ -49,6 +49,11 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	if obs.HasRetryAfter {
 		ans.ra = int64(min(obs.RetryAfter, time.Duration(cfg.maxPause())))
 	}
+	for i := range k.policies {
+		if k.policies[i].probe == ls.seq {
+			ans.probe = true
+		}
+	}
 
 	bname := ls.bucket
 	if len(obs.Policies) > 0 {
@@ -161,6 +166,20 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 	if a.ra > 0 {
 		until = a.recv + a.ra
 		why = "Retry-After"
+	}
+	if a.probe && a.refused {
+		// A probe's refusal was a risk taken to learn, and its answer
+		// refuted what said it would be admitted: the model paces the
+		// rest. Only what the Retry-After says for certain, given its
+		// rounding, holds the bucket.
+		gran := int64(1e9)
+		if a.ra%gran != 0 {
+			gran = 1e6
+		}
+		if a.ra > gran {
+			b.pause, b.why = max(b.pause, a.recv+a.ra-gran), why
+		}
+		return
 	}
 	if len(obs.Policies) == 0 && len(k.policies) == 0 && a.refused {
 		k.silent.throttle(time.Unix(0, a.recv), time.Unix(0, a.sent), time.Duration(a.ra))

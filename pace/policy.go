@@ -60,7 +60,8 @@ type policy struct {
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).
-	probe      uint64
+	probe       uint64
+	probeTokens float64 // see probeShare
 	probeFor   uint8
 	probeParam uint8 // of probeFor, those whose cautious view said no
 	// resets counts the answers whose reset contradicted the windows'
@@ -76,7 +77,7 @@ type policy struct {
 }
 
 func newPolicy(bucket string, o *ratelimit.Policy) policy {
-	p := policy{bucket: bucket, name: o.Name, unit: unitOf(o.Unit), said: int64(o.Window), alive: allCandidates}
+	p := policy{bucket: bucket, name: o.Name, unit: unitOf(o.Unit), said: int64(o.Window), alive: allCandidates, probeTokens: probeBurst}
 	if o.Window > 0 {
 		p.period = bounds{int64(o.Window), int64(o.Window)}
 	}
@@ -170,4 +171,14 @@ func (p *policy) revive(now int64) {
 const (
 	reviveWindows = 64
 	reviveFloor   = 60e9
+)
+
+// Probes are budgeted like retries: each admitted answer earns probeShare
+// of a probe, up to probeBurst, and a probe spends one. A probe is refused
+// at most once, so that probes alone keep refusals under one in a hundred
+// answers, the pacing layer's target, however often the candidates
+// disagree. TestProbeBudget pins both.
+const (
+	probeShare = 0.01
+	probeBurst = 2
 )

@@ -377,7 +377,8 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	gain := p.probeGain(k)
 	debugf("hold at %.3f: need %d inflight %d cautious %+.3f (%v) soon %+.3f opt %+.3f %s", float64(now%1e12)/1e9, need, inflight, float64(at-arrive)/1e9, slowest, float64(soon-arrive)/1e9, float64(opt-arrive)/1e9, p.dump(arrive))
 	lead := arrive - now
-	if p.probe == 0 && at-arrive >= gain {
+	canProbe := p.probe == 0 && p.probeTokens >= 1
+	if canProbe && at-arrive >= gain {
 		// Waiting for the cautious candidate costs more than a refusal:
 		// test the candidates that say there is room now, as they are
 		// (a refusal refutes them), or else the parameters that do.
@@ -395,16 +396,18 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		}
 		if whole != 0 {
 			p.probeFor, p.probeParam = whole, 0
+			p.probeTokens--
 			return holdResult{ok: true, probe: true}
 		}
 		if param != 0 && soon-arrive >= gain {
 			p.probeFor, p.probeParam = param, param
+			p.probeTokens--
 			return holdResult{ok: true, probe: true}
 		}
 	}
-	if p.probe == 0 && soon < at && at-soon >= gain {
+	if canProbe && soon < at && at-soon >= gain {
 		at = soon // a probe may go then
-	} else if p.probe == 0 && opt < at && at-opt >= gain && soon-opt >= gain {
+	} else if canProbe && opt < at && at-opt >= gain && soon-opt >= gain {
 		at = opt
 	}
 	r := holdResult{why: WhyQuota, definite: p.probe == 0 && !k.inFlightIn(p.bucket)}
