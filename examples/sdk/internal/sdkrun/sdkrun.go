@@ -10,6 +10,7 @@
 package sdkrun
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -226,12 +227,23 @@ func Ideal(start time.Time, calls int, rtt time.Duration, newHandler func(rateli
 	clock := ratelimittest.NewManualClock(start)
 	h := newHandler(clock)
 	var last time.Time
+	var body []byte
+	var req *http.Request
 	for i, steps := 0, 0; i < calls && steps < 10_000_000; steps++ {
+		if req == nil {
+			req = newRequest(i)
+			if req.Body != nil {
+				body, _ = io.ReadAll(req.Body)
+			}
+		}
+		if body != nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, newRequest(i))
+		h.ServeHTTP(rec, req)
 		if rec.Code/100 == 2 {
 			last = clock.Now()
-			i++
+			i, req, body = i+1, nil, nil
 			continue
 		}
 		clock.Advance(time.Millisecond)
