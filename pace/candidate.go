@@ -146,7 +146,7 @@ func (p *policy) windowEnd(c candidate, v view) int64 {
 	if c == cWindow && p.guess >= b.lo && p.guess <= b.hi {
 		return p.guess
 	}
-	return b.mid()
+	return b.hi // nothing worth testing
 }
 
 // counterCounted is counted for the sliding window counter: of the window

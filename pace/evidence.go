@@ -236,7 +236,7 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 		// The window ended since the answer before: a fresh one holds the
 		// quota less some of the units counted since then, and little
 		// that others spent.
-		if fresh := float64(p.limit-since) - float64(tol) - p.scoreSlack(); float64(r) < fresh {
+		if float64(r) < p.freshFloor(a, since, tol) {
 			return diff
 		}
 		// It ended after the answer before and by this one, within its
@@ -330,11 +330,20 @@ func (p *policy) raiseRate(r float64) {
 	}
 }
 
+// freshFloor is the least a window that ended since the answer before
+// can show left at a.at: the quota, less the client's units counted
+// since then (those answered, and those in flight that may have arrived),
+// less a little that others spent.
+func (p *policy) freshFloor(a *answer, since, tol int64) float64 {
+	mine := since + max(a.k.inflightBy(p, a.at)-p.early, 0)
+	return float64(p.limit-mine-tol) - p.scoreSlack()
+}
+
 // settleWindows takes in an answer counted after a window candidate's
 // bounds say its window ended: a fresh window's count moves the bounds to
 // the next window's end; an old window's count says it had not ended.
 func (p *policy) settleWindows(a *answer, r, since int64) {
-	fresh := float64(r) >= float64(p.limit-since)-float64(1+p.ambiguous(a))-p.scoreSlack()
+	fresh := float64(r) >= p.freshFloor(a, since, 1+p.ambiguous(a))
 	for c := cWindow; c <= cAnchored; c++ {
 		b := &p.win[c]
 		if !b.known() || b.hi > a.at {
@@ -495,7 +504,7 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 		}
 	}
 	if p.alignedUntil <= a.at {
-		p.aligned(a, p.win[cWindow])
+		p.aligned(a, o)
 	}
 	if p.period.known() && !p.ctr.known() {
 		p.ctr = bounds{lo, hi}
@@ -535,25 +544,30 @@ func (p *policy) resetBounds(a *answer, o *ratelimit.Policy) (lo, hi int64) {
 }
 
 // aligned takes the server's Date as a guess of where a window ends, for a
-// window of whole seconds on the server's clock, as most are: the only
-// multiple of the window in its bounds, in the server's time, with the
-// clocks taken to agree unless their bounds say otherwise (see
-// offset.guess), and a margin for the request to land after it. The guess
-// is what a probe tests (see windowEnd): it is not trusted until an answer
-// confirms it.
-func (p *policy) aligned(a *answer, b bounds) {
+// window of whole seconds on the server's clock, as most are: the reset,
+// read against the Date, lies within its precision of the end, in the
+// server's time, and the end is the only multiple of the window there. It
+// is taken in the client's time with the clocks taken to agree unless
+// their bounds say otherwise (see offset.guess), and a margin for the
+// request to land after it. The guess is what a probe tests (see
+// windowEnd): it is not trusted until an answer confirms it.
+func (p *policy) aligned(a *answer, o *ratelimit.Policy) {
 	c := &a.k.clock
 	w := p.period.hi
-	if a.date == 0 || !c.known || w <= 0 || w%1e9 != 0 || p.period.lo != w {
+	if a.date == 0 || !c.known || w <= 0 || w%1e9 != 0 || p.period.lo != w || !o.HasReset {
 		return
 	}
-	off := c.guess()
-	slo, shi := b.lo-off, b.hi-off // the bounds in the server's time
-	first := (slo + w - 1) / w * w
-	if first > shi || first+w <= shi {
+	reset := int64(o.Reset)
+	gran := int64(1e9)
+	if reset%gran != 0 {
+		gran = 1e6
+	}
+	at := a.date + reset // the server's end, give or take gran
+	first := floorDiv(at-gran, w)*w + w
+	if first >= at+gran || first+w < at+gran {
 		return // none, or more than one
 	}
-	p.guess = first + off + alignMargin
+	p.guess = first + c.guess() + alignMargin
 }
 
 // alignMargin is added to a window's end guessed from the server's Date, so

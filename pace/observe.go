@@ -113,6 +113,10 @@ func (p *policy) outcome(a *answer) {
 		return
 	}
 	debugf("probe %d answered refused=%v for %05b param %05b", a.l.seq, a.refused, p.probeFor, p.probeParam)
+	if !a.refused {
+		// Admitted: it cost no refusal, and the budget is the refusals'.
+		p.probeTokens = min(p.probeTokens+1, probeBurst)
+	}
 	if a.refused {
 		for c := range nCand {
 			bit := uint8(1) << c

@@ -174,8 +174,8 @@ const (
 )
 
 // Probes are budgeted like retries: each admitted answer earns probeShare
-// of a probe, up to probeBurst, and a probe spends one. A probe is refused
-// at most once, so that probes alone keep refusals under one in a hundred
+// of a probe, up to probeBurst, and a probe spends one, given back if it
+// is admitted. Refused probes alone then stay under one in a hundred
 // answers, the pacing layer's target, however often the candidates
 // disagree. TestProbeBudget pins both.
 const (

@@ -390,7 +390,9 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			switch {
 			case p.avail(candidate(c), arrive, inflight, cautious) >= room:
 				whole |= 1 << c
-			case p.avail(candidate(c), arrive, inflight, optimistic) >= room:
+			case (c == cWindow && p.guess != 0 || c == cBucket) && p.avail(candidate(c), arrive, inflight, optimistic) >= room:
+				// Only a window's end guessed from the server's Date,
+				// and a bucket's rate, are worth a refusal to test.
 				param |= 1 << c
 			}
 		}
@@ -405,10 +407,11 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			return holdResult{ok: true, probe: true}
 		}
 	}
-	if canProbe && soon < at && at-soon >= gain {
-		at = soon // a probe may go then
-	} else if canProbe && opt < at && at-opt >= gain && soon-opt >= gain {
-		at = opt
+	switch {
+	case canProbe && opt < at && at-opt >= gain && soon-opt >= gain:
+		at = opt // a probe of parameters may go then
+	case canProbe && soon < at && at-soon >= gain:
+		at = soon // a probe of a candidate may go then
 	}
 	r := holdResult{why: WhyQuota, definite: p.probe == 0 && !k.inFlightIn(p.bucket)}
 	if slowest == cBucket {
