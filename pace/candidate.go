@@ -72,7 +72,7 @@ func (p *policy) counted(c candidate, t int64, v view) float64 {
 	case cLog:
 		// A sliding log and a counter have no parameter a probe could
 		// test on its own: their optimistic view is their cautious one.
-		w := p.periodFor(cautious)
+		w := p.logWindow()
 		if w <= 0 {
 			return float64(p.own.total() + p.logF.total())
 		}
@@ -90,6 +90,16 @@ func (p *policy) counted(c candidate, t int64, v view) float64 {
 // shortest for the optimistic. 0 when unknown.
 func (p *policy) periodFor(v view) int64 {
 	if v == optimistic && p.period.lo > 0 {
+		return p.period.lo
+	}
+	return p.period.hi
+}
+
+// logWindow is the sliding log's window: the least the evidence allows,
+// since a log's reset, right after the client's own unit, is its window
+// exactly (see learnPeriod); a log that is longer is refuted by a refusal.
+func (p *policy) logWindow() int64 {
+	if p.period.lo > 0 {
 		return p.period.lo
 	}
 	return p.period.hi
@@ -249,7 +259,7 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 		}
 		return never
 	case cLog:
-		w := p.periodFor(cautious)
+		w := p.logWindow()
 		if w <= 0 {
 			return never
 		}

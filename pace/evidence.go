@@ -509,17 +509,31 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 	if p.period.known() && !p.ctr.known() {
 		p.ctr = bounds{lo, hi}
 	}
-	if !p.period.known() && o.Reset > 0 {
-		// A reset is at most a window away: the longest seen, in the
-		// precision it was given, bounds the window from below.
-		w := int64(o.Reset)
-		if w%1e9 == 0 {
-			w = max(w, 1e9)
-		}
-		if w > p.period.hi {
-			p.period = bounds{w, w}
-		}
+	if p.said == 0 && o.Reset > 0 {
+		p.learnPeriod(a, o)
 	}
+}
+
+// learnPeriod takes in what a reset says of the window's length when the
+// server does not say it: a reset is at most a window away, and one that
+// comes right after the client's own unit (a sliding log's, whose reset is
+// when its newest unit returns) is the window itself. The delay is
+// measured from when the server counted the request (an instant against
+// the Date, its clock's offset taken into account); in whole seconds, the
+// window is taken to be whole seconds too, as servers configure them: at
+// least the delay (rounded down, when it is whole seconds), at most
+// rounded up, the longest seen of each.
+func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy) {
+	reset := int64(o.Reset)
+	d := reset
+	if o.ResetAbsolute && a.date != 0 && a.k.clock.known {
+		d = a.date + reset - (a.at - a.k.clock.guess())
+	}
+	lo, hi := d, max((d+1e9-1)/1e9*1e9, 1e9)
+	if reset%1e9 == 0 {
+		lo = max(floorDiv(d, 1e9)*1e9, 1e9)
+	}
+	p.period = bounds{max(p.period.lo, lo), max(p.period.hi, hi)}
 }
 
 // resetBounds returns the instants, in the client's clock, between which
