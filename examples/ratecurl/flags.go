@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/headway-go/headway"
 	"github.com/headway-go/headway/internal/explain"
+	"github.com/headway-go/headway/ratelimit"
 	"github.com/headway-go/headway/redisstore"
 )
 
@@ -34,6 +38,14 @@ ratecurl processes (on one machine or many) that call one API pace as one
 client against its quota. If Redis is slow (-redis-timeout) or down, each
 goes on pacing alone and returns to Redis when it answers; -v says when.
 
+For APIs with token quotas (OpenAI, Anthropic), -cost declares what each
+request costs beyond being one request, so that headway waits until the
+quota in that unit has room: -cost tokens=1500, or -cost input-tokens=800
+-cost output-tokens=300. A secret stays out of the command line and the
+shell's history when -H names an environment variable, in single quotes:
+-H 'Authorization: Bearer ${OPENAI_API_KEY}'. -body-file sends a file's
+bytes as they are (a JSON request, say).
+
 Exit status: 0 if every request ended with a response neither 429 nor 5xx,
 1 otherwise, 2 on bad usage. Flags may also follow the URL.
 
@@ -48,6 +60,7 @@ type options struct {
 	host    string // from -H 'Host: ...', which net/http takes from Request.Host
 	body    []byte
 	hasBody bool
+	cost    []cost // -cost, declared on every request
 
 	n, c        int
 	maxWait     time.Duration
@@ -85,6 +98,70 @@ func (o *options) headwayOptions() []headway.Option {
 		opts = append(opts, headway.WithIdempotencyKeys())
 	}
 	return opts
+}
+
+// cost is one -cost UNIT=N.
+type cost struct {
+	unit ratelimit.Unit
+	n    int64
+}
+
+// costUnits are the units -cost takes: the ones servers meter beside
+// requests.
+var costUnits = []ratelimit.Unit{ratelimit.UnitTokens, ratelimit.UnitInputTokens, ratelimit.UnitOutputTokens, ratelimit.UnitContentBytes}
+
+// parseCost parses one -cost UNIT=N.
+func parseCost(v string) (cost, error) {
+	u, n, ok := strings.Cut(v, "=")
+	unit := ratelimit.Unit(strings.ToLower(strings.TrimSpace(u)))
+	if !ok || !slices.Contains(costUnits, unit) {
+		return cost{}, usagef("bad -cost %q: want UNIT=N, UNIT one of tokens, input-tokens, output-tokens, content-bytes", v)
+	}
+	c, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+	if err != nil || c < 0 {
+		return cost{}, usagef("bad -cost %q: N must be a whole number, 0 or more", v)
+	}
+	return cost{unit: unit, n: c}, nil
+}
+
+// expandEnv replaces each ${NAME} in a -H value with the environment
+// variable NAME, so that a secret need not be on the command line. A
+// variable that is not set is an error rather than an empty credential;
+// a "$" not followed by "{" is kept as it is.
+func expandEnv(v string, lookup func(string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "${")
+		if i < 0 {
+			b.WriteString(v)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(v[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("unterminated ${ in the value")
+		}
+		name := v[i+2 : i+j]
+		if !envName(name) {
+			return "", fmt.Errorf("${%s}: not an environment variable's name", name)
+		}
+		val, ok := lookup(name)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", name)
+		}
+		b.WriteString(v[:i])
+		b.WriteString(val)
+		v = v[i+j+1:]
+	}
+}
+
+// envName reports whether s is a portable environment variable's name.
+func envName(s string) bool {
+	for i, r := range s {
+		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // redactRedisURL hides the password of a Redis URL, for messages.
@@ -126,16 +203,19 @@ func usagef(format string, args ...any) error {
 func parseArgs(args []string, stdin io.Reader) (*options, error) {
 	o := &options{}
 	var (
-		headers, data stringList
-		jitter        string
+		headers, data, costs stringList
+		jitter, bodyFile     string
 	)
 	fs := flag.NewFlagSet("ratecurl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by usageFailure
 	fs.IntVar(&o.n, "n", 1, "send `N` requests")
 	fs.IntVar(&o.c, "c", 1, "send from `C` concurrent workers")
 	fs.StringVar(&o.method, "X", "", "request `method` (default GET, or POST with -d)")
-	fs.Var(&headers, "H", "add a request `header` 'Name: value' (repeatable)")
+	fs.Var(&headers, "H", "add a request `header` 'Name: value' (repeatable); ${NAME} in the value is the environment variable NAME (single-quote it)")
 	fs.Var(&data, "d", "request `body`; @file reads a file, @- stdin (repeatable, joined with '&' like curl)")
+	fs.StringVar(&bodyFile, "body-file", "",
+		"send `FILE`'s bytes as the request body, as they are (- for stdin); Content-Type defaults to application/json when they are JSON")
+	fs.Var(&costs, "cost", "declare each request's cost in a `UNIT=N` the server meters beside requests: tokens, input-tokens, output-tokens or content-bytes (repeatable)")
 	fs.DurationVar(&o.maxWait, "max-wait", headway.DefaultMaxWait,
 		"longest single wait before a retry; a longer Retry-After fails at once")
 	fs.IntVar(&o.maxAttempts, "max-attempts", headway.DefaultMaxAttempts, "at most `N` attempts per request, the first included")
@@ -211,6 +291,22 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 		return nil, usagef("bad -jitter %q: want full, equal, decorrelated or none", jitter)
 	}
 
+	for _, c := range costs {
+		cv, err := parseCost(c)
+		if err != nil {
+			return nil, err
+		}
+		o.cost = append(o.cost, cv)
+	}
+	if bodyFile != "" {
+		if len(data) > 0 {
+			return nil, usagef("-body-file and -d both give a body: use one")
+		}
+		if o.body, err = readData("@"+bodyFile, stdin); err != nil {
+			return nil, usagef("-body-file %s%s", bodyFile, strings.TrimPrefix(err.Error(), "-d @"+bodyFile))
+		}
+		o.hasBody = true
+	}
 	if len(data) > 0 {
 		parts := make([][]byte, len(data))
 		for i, d := range data {
@@ -237,7 +333,11 @@ func parseArgs(args []string, stdin io.Reader) (*options, error) {
 		o.header.Set("User-Agent", "ratecurl (headway)")
 	}
 	if o.hasBody && o.header.Get("Content-Type") == "" {
-		o.header.Set("Content-Type", "application/x-www-form-urlencoded") // as curl -d does
+		if bodyFile != "" && json.Valid(o.body) {
+			o.header.Set("Content-Type", "application/json")
+		} else {
+			o.header.Set("Content-Type", "application/x-www-form-urlencoded") // as curl -d does
+		}
 	}
 
 	if err := o.setURL(pos[0]); err != nil {
@@ -362,7 +462,11 @@ func (o *options) addHeader(h string) error {
 	if !explain.IsToken(name) {
 		return usagef("bad -H %q: invalid header name %q", h, name)
 	}
-	value = strings.TrimSpace(value)
+	value, err := expandEnv(strings.TrimSpace(value), os.LookupEnv)
+	if err != nil {
+		// The value is not quoted: it may hold a secret.
+		return usagef("bad -H for %s: %v", name, err)
+	}
 	if strings.ContainsAny(value, "\r\n\x00") {
 		return usagef("bad -H %q: the value contains a line break or NUL", h)
 	}

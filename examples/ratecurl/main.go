@@ -29,6 +29,14 @@
 //
 //	ratecurl -redis redis://localhost:6379 -json -n 100 -c 8 https://api.example.com/items
 //
+// For the APIs of OpenAI, Anthropic and the like, -cost declares each
+// request's tokens (headway.ContextWithCost), -H takes a secret from the
+// environment without putting it on the command line, and -body-file sends a
+// JSON request as it is:
+//
+//	ratecurl -n 50 -c 4 -cost tokens=900 -H 'Authorization: Bearer ${OPENAI_API_KEY}' \
+//		-body-file chat.json https://api.openai.com/v1/chat/completions
+//
 // The exit status is 0 when every request ended with a response that is
 // neither a 429 nor a 5xx, 1 otherwise, and 2 on bad usage.
 //

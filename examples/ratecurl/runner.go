@@ -162,6 +162,9 @@ func (r *runner) do(ctx context.Context, id int) result {
 	}
 	var st headway.Stats
 	ctx = headway.ContextWithStats(ctx, &st)
+	for _, c := range r.o.cost {
+		ctx = headway.ContextWithCost(ctx, c.unit, c.n)
+	}
 	ctx = context.WithValue(ctx, requestIDKey{}, id)
 
 	start := time.Now()
