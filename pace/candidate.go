@@ -99,8 +99,11 @@ func (p *policy) periodFor(v view) int64 {
 // since a log's reset, right after the client's own unit, is its window
 // exactly (see learnPeriod); a log that is longer is refuted by a refusal.
 func (p *policy) logWindow() int64 {
-	if p.period.lo > 0 {
-		return p.period.lo
+	if p.said > 0 {
+		return p.said
+	}
+	if p.logW > 0 {
+		return p.logW
 	}
 	return p.period.hi
 }

@@ -32,6 +32,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	if o.Window > 0 {
 		p.said = int64(o.Window)
 		p.period = bounds{int64(o.Window), int64(o.Window)}
+		p.logW = p.said
 	}
 	if !o.HasRemaining {
 		p.undescribed(a)
@@ -510,7 +511,7 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 		p.ctr = bounds{lo, hi}
 	}
 	if p.said == 0 && o.Reset > 0 {
-		p.learnPeriod(a, o)
+		p.learnPeriod(a, o, lo, hi)
 	}
 }
 
@@ -523,7 +524,13 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 // window is taken to be whole seconds too, as servers configure them: at
 // least the delay (rounded down, when it is whole seconds), at most
 // rounded up, the longest seen of each.
-func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy) {
+//
+// A window's or a counter's reset points at a boundary: where answers
+// counted later point at another, the two are a whole number of windows
+// apart, and the least such jump seen, beyond the resets' precision, is
+// the window, whatever the server takes its reset to mean (the end of
+// this window, or of the next, when its count is gone).
+func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	reset := int64(o.Reset)
 	d := reset
 	if o.ResetAbsolute && a.date != 0 && a.k.clock.known {
@@ -532,6 +539,25 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy) {
 	lo, hi := d, max((d+1e9-1)/1e9*1e9, 1e9)
 	if reset%1e9 == 0 {
 		lo = max(floorDiv(d, 1e9)*1e9, 1e9)
+	}
+	p.logW = max(p.logW, lo)
+	if prev := p.lastReset; prev.known() && a.at >= p.obsAt && rlo > prev.hi {
+		gran := int64(1e6)
+		if reset%1e9 == 0 {
+			gran = 1e9
+		}
+		jump := (rlo + rhi - prev.lo - prev.hi) / 2
+		jump = max((jump+gran/2)/gran*gran, gran)
+		if p.jump == 0 || jump < p.jump {
+			p.jump = jump
+		}
+	}
+	if a.at >= p.obsAt {
+		p.lastReset = bounds{rlo, rhi}
+	}
+	if p.jump > 0 {
+		p.period = bounds{p.jump, p.jump}
+		return
 	}
 	p.period = bounds{max(p.period.lo, lo), max(p.period.hi, hi)}
 }

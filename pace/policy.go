@@ -44,8 +44,14 @@ type policy struct {
 	refuted [nCand]int64
 	score   [nCand]float64
 
-	// period bounds the window's length (nanoseconds), 0 when unknown.
-	period bounds
+	// period bounds the window's length (nanoseconds), 0 when unknown;
+	// logW is the sliding log's; jump is the least distance seen between
+	// the instants that resets point at (see learnPeriod), and lastReset
+	// the newest answer's.
+	period    bounds
+	logW      int64
+	jump      int64
+	lastReset bounds
 	// win bounds the end of the current window for each window candidate
 	// (indexes cWindow and cAnchored); ctr a boundary of the counter's
 	// windows.
@@ -80,6 +86,7 @@ func newPolicy(bucket string, o *ratelimit.Policy) policy {
 	p := policy{bucket: bucket, name: o.Name, unit: unitOf(o.Unit), said: int64(o.Window), alive: allCandidates, probeTokens: probeBurst}
 	if o.Window > 0 {
 		p.period = bounds{int64(o.Window), int64(o.Window)}
+		p.logW = int64(o.Window)
 	}
 	return p
 }
