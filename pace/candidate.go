@@ -79,6 +79,8 @@ func (p *policy) counted(c candidate, t int64, v view) float64 {
 		return float64(p.own.sum(t-w, t) + p.logF.sum(t-w, t))
 	case cCounter:
 		return p.counterCounted(t, cautious)
+	case cCounter + nCand: // the counter as a check sees it
+		return p.counterCounted(t, optimistic)
 	case cBucket:
 		return float64(p.limit) - p.bucketLevel(t, p.rate(v))
 	}
@@ -180,7 +182,9 @@ func (p *policy) counterCounted(t int64, v view) float64 {
 		return float64(cur) + float64(prev)*(1-f)
 	}
 	if v == optimistic {
-		return at(p.ctr.mid())
+		// The least count the boundary's bounds allow: what a check
+		// must not find exceeded before it refutes the counter.
+		return min(at(p.ctr.lo), at(p.ctr.hi))
 	}
 	return max(at(p.ctr.lo), at(p.ctr.hi))
 }
@@ -202,12 +206,13 @@ func (p *policy) bucketLevel(t int64, r float64) float64 {
 // it allows (in a logarithmic sense), or, with no upper bound, twice the
 // least or the quota's average rate, whichever is more.
 func (p *policy) rate(v view) float64 {
+	lo := max(p.rLo, p.rReset)
 	if v == cautious {
-		return p.rLo
+		return lo
 	}
 	if p.rHi > 0 {
-		if p.rLo > 0 {
-			return math.Sqrt(p.rLo * p.rHi)
+		if lo > 0 {
+			return math.Sqrt(lo * p.rHi)
 		}
 		return p.rHi / 2
 	}
@@ -215,7 +220,7 @@ func (p *policy) rate(v view) float64 {
 	if w := p.period.hi; w > 0 && p.limit > 0 {
 		avg = float64(p.limit) / (float64(w) / 1e9)
 	}
-	return max(2*p.rLo, avg, minProbeRate)
+	return max(2*lo, avg, minProbeRate)
 }
 
 // minProbeRate is the least refill rate a probe tests (units per second):

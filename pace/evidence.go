@@ -149,6 +149,11 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 			mine = 0
 		}
 	}
+	if f := short[cBucket] - float64(mine); f >= 1 && p.rReset > p.rLo {
+		// The bucket filled slower than its resets said: they meant
+		// something else.
+		p.rReset = 0
+	}
 	for c := range nCand {
 		if p.alive&(1<<c) == 0 {
 			continue
@@ -182,10 +187,12 @@ func (p *policy) countedForCheck(c candidate, t, prevAt, prevRem, since int64) f
 		return float64(max(p.limit-prevRem, 0) + since)
 	case cBucket:
 		lvl := float64(prevRem)
-		if dt := t - prevAt; dt > 0 && p.rLo > 0 {
-			lvl = min(float64(p.limit), lvl+p.rLo*float64(dt)/1e9)
+		if dt := t - prevAt; dt > 0 && p.rate(cautious) > 0 {
+			lvl = min(float64(p.limit), lvl+p.rate(cautious)*float64(dt)/1e9)
 		}
 		return float64(p.limit) - (lvl - float64(since))
+	case cCounter:
+		return p.counted(cCounter+nCand, t, cautious)
 	}
 	return p.counted(c, t, cautious)
 }
@@ -477,11 +484,12 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 	if hi <= 0 {
 		return
 	}
-	if o.HasRemaining && o.Remaining < p.limit {
-		// A bucket's reset is when it is full again.
+	if o.HasRemaining && o.Remaining < p.limit && !a.refused {
+		// A bucket's reset is when it is full again: a rate to start
+		// from, until answers measure one (bucketRate) or show it wrong.
 		missing := float64(p.limit - o.Remaining)
 		if secs := float64(hi-a.at) / 1e9; secs > 0 {
-			p.raiseRate(missing / secs)
+			p.rReset = max(p.rReset, missing/secs)
 		}
 	}
 	p.rollWindows(a.at)

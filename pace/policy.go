@@ -61,8 +61,9 @@ type policy struct {
 	// Date (see aligned), 0 when it is not.
 	guess int64
 	// rLo and rHi bound the bucket's refill rate, in units per second (rHi
-	// 0: no upper bound known).
-	rLo, rHi float64
+	// 0: no upper bound known), as answers measured it; rReset is the rate
+	// its resets imply, taken until answers show it wrong.
+	rLo, rHi, rReset float64
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).
@@ -148,13 +149,13 @@ func (p *policy) refute(cs uint8, now int64) {
 			p.refuted[c] = now
 		}
 	}
-	p.alive &^= cs
-	if p.alive == 0 {
-		// Every explanation failed: the server changed, or the evidence
-		// misled. Start over with all of them.
-		p.alive = allCandidates
-		p.score = [nCand]float64{}
+	if p.alive&^cs == 0 {
+		// Every explanation would have failed: the evidence misled, or
+		// the server changed. The last one stands until another is
+		// considered again (see revive), and it is taken less certainly.
+		cs &^= p.alive & -p.alive // keep one
 	}
+	p.alive &^= cs
 }
 
 // revive considers again the candidates refuted long enough ago: nothing a
