@@ -292,11 +292,12 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 // longest span the anchors give, its noise (a unit either way at each end)
 // matters least.
 func (p *policy) bucketRate(a *answer, r int64) {
-	level := func(at, rem int64) int64 { return rem + p.ownCum - p.own.sum(at, at+maxHorizon) }
-	now := level(a.at, r)
+	// The level now, at least (the client's requests in flight may have
+	// been counted already), and at each anchor, at most.
+	now := r + p.ownCum
 	for _, an := range p.anchors {
 		if dt := a.at - an.at; dt >= minRateSpan {
-			p.raiseRate(float64(now-level(an.at, an.rem)-2) / (float64(dt) / 1e9))
+			p.raiseRate(float64(now-an.level-2) / (float64(dt) / 1e9))
 		}
 	}
 	gap := max(int64(minRateSpan), p.period.hi/maxAnchors)
@@ -305,16 +306,16 @@ func (p *policy) bucketRate(a *answer, r int64) {
 			copy(p.anchors, p.anchors[1:])
 			p.anchors = p.anchors[:n-1]
 		}
-		p.anchors = append(p.anchors, anchor{at: a.at, rem: r})
+		p.anchors = append(p.anchors, anchor{at: a.at, level: now + a.k.inflightAll(p)})
 	}
 }
 
 // An anchor is an earlier answer a refill rate is measured from: when it
-// was counted, and what it said was left. The quota's cumulative level
-// then is what was left plus the client's units counted by then, which
-// answers that come later may still add to: it is reckoned when used.
+// was counted, and the most the quota's cumulative level can have been
+// then: what was left, plus every unit of the client's counted by then,
+// including those still in flight, which may have been.
 type anchor struct {
-	at, rem int64
+	at, level int64
 }
 
 // maxAnchors bounds the anchors kept, one per sixteenth of a window at most;

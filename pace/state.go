@@ -255,6 +255,18 @@ func (k *keyState) inflight(p *policy) int64 {
 	return n - p.early
 }
 
+// inflightAll returns the cost in p's unit of all of p's leases in
+// flight.
+func (k *keyState) inflightAll(p *policy) int64 {
+	var n int64
+	for i := range k.leases {
+		if k.leases[i].bucket == p.bucket {
+			n += costIn(k.leases[i].cost, p.unit)
+		}
+	}
+	return n
+}
+
 // leaseIndex returns the index of the lease numbered seq, or -1.
 func (k *keyState) leaseIndex(seq uint64) int {
 	i, ok := slices.BinarySearchFunc(k.leases, seq, func(l lease, s uint64) int {
