@@ -28,27 +28,27 @@ func run(t *testing.T, s setup, vary bool) sdkrun.Result {
 	return res
 }
 
+// policies is how many quotas the emulated API enforces.
+const policies = 3
+
 // TestREADME is the README's way, prompts of one size: every call
-// succeeds, none is refused, at the ideal's pace.
+// succeeds, nothing is refused but the pacing model's learning, at the
+// ideal's pace.
 func TestREADME(t *testing.T) {
 	res := run(t, setups[2], false)
 	require.Equal(t, calls, res.Succeeded)
-	require.Zero(t, res.Refused, "no 429s")
+	require.LessOrEqual(t, res.Refused, policies*sdkrun.Learning, "no 429s but the pacing model's learning")
 	require.LessOrEqual(t, res.Slowdown(), 1.05)
 }
 
 // TestREADMEPromptsOfManySizes is the same with prompts of 100 to 1,295
-// input tokens. Most runs refuse none (1.00x), but about one in five
-// refuses 13 of 53 attempts, and can fail a call: the pacing layer learns
-// a token bucket's refill rate too high when the declared costs differ
-// (see the openai example, where it shows in every run). The bounds hold
-// that, so that a change for the worse fails, and a fix tightens them.
+// input tokens, each declaring a different cost. (With pace before
+// b83f1e0, about one run in five refused 13 of 53 attempts.)
 func TestREADMEPromptsOfManySizes(t *testing.T) {
 	res := run(t, setups[2], true)
-	run(t, setups[1], true) // for the log: without the costs, 16-27 refused
-	require.GreaterOrEqual(t, res.Succeeded, calls-2)
-	require.LessOrEqual(t, res.Refused, calls/2)
-	require.LessOrEqual(t, res.Slowdown(), 1.1)
+	require.Equal(t, calls, res.Succeeded)
+	require.LessOrEqual(t, res.Refused, policies*sdkrun.Learning, "no 429s but the pacing model's learning")
+	require.LessOrEqual(t, res.Slowdown(), 1.05)
 }
 
 // TestWithoutCost shows why each call declares its tokens: headway sees

@@ -29,29 +29,28 @@ func run(t *testing.T, s setup, vary bool) sdkrun.Result {
 	return res
 }
 
+// policies is how many quotas the emulated API enforces.
+const policies = 2
+
 // TestREADME is the README's way, with prompts of one size: every call
-// succeeds, none is refused, and the tokens quota is spent at its rate.
+// succeeds, nothing is refused but the pacing model's learning, and the
+// tokens quota is spent at its rate.
 func TestREADME(t *testing.T) {
 	res := run(t, setups[2], false)
 	require.Equal(t, calls, res.Succeeded)
-	require.Zero(t, res.Refused, "no 429s")
-	require.Equal(t, calls, res.Sent)
+	require.LessOrEqual(t, res.Refused, policies*sdkrun.Learning, "no 429s but the pacing model's learning")
 	require.LessOrEqual(t, res.Slowdown(), 1.05)
 }
 
 // TestREADMEPromptsOfManySizes is the README's way with prompts of 300 to
-// 1,495 tokens. The pacing layer learns a token bucket's refill rate too
-// high when the costs differ (2.0-2.4e3 tokens/s here, for a true 1.2e3),
-// and about one attempt in three is refused (25-26 of 85, 1-2 calls failed
-// after 4 attempts), and declaring the costs then helps little: without
-// them, 24 to 65 refused from run to run. The bounds hold that measure, so
-// that a change for the worse fails, and a fix tightens them.
+// 1,495 tokens, each declaring a different cost: the same. (With pace
+// before b83f1e0, which learnt a token bucket's refill rate too high when
+// the costs differed, a third of the attempts were refused.)
 func TestREADMEPromptsOfManySizes(t *testing.T) {
 	res := run(t, setups[2], true)
-	run(t, setups[1], true) // for the log: without the costs, 24-65 refused
-	require.GreaterOrEqual(t, res.Succeeded, calls-3)
-	require.LessOrEqual(t, res.Refused, calls/2)
-	require.LessOrEqual(t, res.Slowdown(), 1.1)
+	require.Equal(t, calls, res.Succeeded)
+	require.LessOrEqual(t, res.Refused, policies*sdkrun.Learning, "no 429s but the pacing model's learning")
+	require.LessOrEqual(t, res.Slowdown(), 1.05)
 }
 
 // TestWithoutCost shows why each call declares its tokens: headway then
