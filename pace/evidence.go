@@ -27,7 +27,7 @@ func (a *answer) cost(p *policy) int64 { return costIn(a.l.cost, p.unit) }
 func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	p.last = a.recv
 	if o.HasLimit && o.Limit > 0 {
-		p.limit = o.Limit
+		p.limit, p.limitSaid = o.Limit, true
 	}
 	if o.Window > 0 {
 		p.said = int64(o.Window)

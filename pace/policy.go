@@ -18,9 +18,10 @@ type policy struct {
 	unit   ratelimit.Unit
 	said   int64
 
-	// limit is the quota's capacity: the server's limit, or, when it gave
-	// none, one more than the most it said was left.
-	limit int64
+	// limit is the quota's capacity: the server's limit (limitSaid), or,
+	// when it gave none, one more than the most it said was left.
+	limit     int64
+	limitSaid bool
 	// seen reports that an answer said what was left of it; obsAt is the
 	// instant the newest such answer was counted at (see arrival), obsRem
 	// what it said was left.
@@ -101,9 +102,20 @@ func unitOf(u ratelimit.Unit) ratelimit.Unit {
 }
 
 // matches reports whether o describes p.
+//
+// Policies the server does not name are told apart by their window, and,
+// without one, by their limit: where stacked limiters write the same
+// headers, a 429 describes the one that refused and the other answers the
+// looser one, and both go on counting (see the package doc).
 func (p *policy) matches(bucket string, o *ratelimit.Policy) bool {
 	w := int64(o.Window)
-	return p.bucket == bucket && p.name == o.Name && p.unit == unitOf(o.Unit) && (p.said == w || w == 0 || p.said == 0)
+	if p.bucket != bucket || p.name != o.Name || p.unit != unitOf(o.Unit) {
+		return false
+	}
+	if p.said != 0 && w != 0 {
+		return p.said == w
+	}
+	return o.Name != "" || !o.HasLimit || !p.limitSaid || p.limit == o.Limit
 }
 
 // quantum is how close two of the ledger's entries may be before they
