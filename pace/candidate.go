@@ -189,16 +189,15 @@ func (p *policy) counterCounted(t int64, v view) float64 {
 	return max(at(p.ctr.lo), at(p.ctr.hi))
 }
 
-// bucketLevel is the bucket's level at t at rate r (units per second): the
-// newest answer's remaining, refilled to the capacity, less the client's
-// units counted since. Spending before refilling only delays the bucket's
-// filling up, so this never says more than is there.
+// bucketLevel is the bucket's level at t at rate r (units per second): its
+// level at the last event (bLevel at bAt: an answer's remaining, or that
+// less a unit of the client's counted since), refilled up to the capacity.
 func (p *policy) bucketLevel(t int64, r float64) float64 {
-	lvl := float64(p.obsRem)
-	if dt := t - p.obsAt; dt > 0 && r > 0 {
+	lvl := p.bLevel
+	if dt := t - p.bAt; dt > 0 && r > 0 {
 		lvl = min(float64(p.limit), lvl+r*float64(dt)/1e9)
 	}
-	return lvl - float64(p.since)
+	return lvl
 }
 
 // rate returns the bucket's refill rate a view takes: the least the
@@ -280,9 +279,9 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 		if r <= 0 {
 			return never
 		}
-		// min(C, lvl + r dt) - spent >= need + inflight
-		short := room + float64(inflight) + float64(p.since) - float64(p.obsRem)
-		t := p.obsAt + int64(math.Ceil(short/r*1e9))
+		// min(C, lvl + r dt) >= need + inflight
+		short := room + float64(inflight) - p.bLevel
+		t := p.bAt + int64(math.Ceil(short/r*1e9))
 		return max(t, from)
 	}
 	return never

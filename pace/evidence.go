@@ -84,6 +84,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	p.check(a, r, prevAt, prevRem, since)
 	p.settleWindows(a, r, since)
 	p.obsAt, p.obsRem, p.since = a.at, r, 0
+	p.bLevel, p.bAt = float64(r), a.at
 	if admitted {
 		p.probeTokens = min(p.probeTokens+probeShare, probeBurst)
 	}
@@ -97,6 +98,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 func (p *policy) first(a *answer, o *ratelimit.Policy, r, cost int64) {
 	p.seen = true
 	p.obsAt, p.obsRem = a.at, r
+	p.bLevel, p.bAt = float64(r), a.at
 	if prior := p.limit - r - cost; prior > 0 {
 		p.logF.add(a.at, prior, p.quantum())
 		p.ctrF.add(a.at, prior, p.quantum())
@@ -186,11 +188,9 @@ func (p *policy) countedForCheck(c candidate, t, prevAt, prevRem, since int64) f
 		}
 		return float64(max(p.limit-prevRem, 0) + since)
 	case cBucket:
-		lvl := float64(prevRem)
-		if dt := t - prevAt; dt > 0 && p.rate(cautious) > 0 {
-			lvl = min(float64(p.limit), lvl+p.rate(cautious)*float64(dt)/1e9)
-		}
-		return float64(p.limit) - (lvl - float64(since))
+		// The units since the last event: this answer's own, and those
+		// counted since the newest answer but not yet in the level.
+		return float64(p.limit) - (p.bucketLevel(t, p.rate(cautious)) - float64(since-p.since))
 	case cCounter:
 		return p.counted(cCounter+nCand, t, cautious)
 	}
@@ -291,10 +291,15 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 // spending or a full bucket only make it grow less. Measured over the
 // longest span the anchors give, its noise (a unit either way at each end)
 // matters least.
-func (p *policy) bucketRate(a *answer, r int64) {
+func (p *policy) bucketRate(a *answer, r int64) { p.bucketRateFrom(a, r, r) }
+
+// bucketRateFrom is bucketRate for an answer after which at least lo and at
+// most hi units were left: what it said, or, when it said nothing, none and
+// the capacity.
+func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 	// The level now, at least (the client's requests in flight may have
 	// been counted already), and at each anchor, at most.
-	now := r + p.ownCum
+	now := lo + p.ownCum
 	for _, an := range p.anchors {
 		if dt := a.at - an.at; dt >= minRateSpan {
 			p.raiseRate(float64(now-an.level-2) / (float64(dt) / 1e9))
@@ -306,7 +311,7 @@ func (p *policy) bucketRate(a *answer, r int64) {
 			copy(p.anchors, p.anchors[1:])
 			p.anchors = p.anchors[:n-1]
 		}
-		p.anchors = append(p.anchors, anchor{at: a.at, level: now + a.k.inflightAll(p)})
+		p.anchors = append(p.anchors, anchor{at: a.at, level: hi + p.ownCum + a.k.inflightAll(p)})
 	}
 }
 
@@ -439,10 +444,15 @@ func (p *policy) undescribed(a *answer) {
 			}
 			tol := p.tolerance(candidate(c), a, amb)
 			room := float64(p.limit) - p.countedForCheck(candidate(c), a.at, p.obsAt, p.obsRem, p.since)
-			if short := float64(cost) - room; short > float64(tol) {
-				if p.explainSurplus(candidate(c), a, p.obsRem, p.obsAt, p.obsRem, p.since, short, tol) > float64(tol) {
-					p.refute(1<<c, a.at)
-				}
+			short := float64(cost) - room
+			if short <= float64(tol) {
+				continue
+			}
+			if candidate(c) == cBucket {
+				continue // the bucket's rate is measured below
+			}
+			if p.explainSurplus(candidate(c), a, p.obsRem, p.obsAt, p.obsRem, p.since, short, tol) > float64(tol) {
+				p.refute(1<<c, a.at)
 			}
 		}
 	}
@@ -451,6 +461,15 @@ func (p *policy) undescribed(a *answer) {
 	}
 	p.own.add(a.at, cost, p.quantum())
 	p.ownCum += cost
+	p.probeTokens = min(p.probeTokens+probeShare, probeBurst)
+	if p.seen {
+		// The bucket had the request's cost: its level after it is at
+		// least none, and what it held is at least what it spent over
+		// a span, less its capacity.
+		p.bLevel = max(p.bucketLevel(a.at, p.rate(cautious))-float64(cost), 0)
+		p.bAt = max(p.bAt, a.at)
+		p.bucketRateFrom(a, 0, p.limit)
+	}
 }
 
 // notEnded takes in a refusal that p's quota was spent at a.at: a window

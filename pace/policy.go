@@ -61,6 +61,10 @@ type policy struct {
 	// guess is where the fixed window is guessed to end from the server's
 	// Date (see aligned), 0 when it is not.
 	guess int64
+	// bLevel is the bucket's level at bAt, the last event it took in:
+	// the newest answer's remaining, less the client's units since.
+	bLevel float64
+	bAt    int64
 	// rLo and rHi bound the bucket's refill rate, in units per second (rHi
 	// 0: no upper bound known), as answers measured it; rReset is the rate
 	// its resets imply, taken until answers show it wrong.
@@ -70,6 +74,7 @@ type policy struct {
 	// alone said it would be admitted (0: none in flight).
 	probe       uint64
 	probeTokens float64 // see probeShare
+	trickled    int64   // when trickle last earned
 	probeFor   uint8
 	probeParam uint8 // of probeFor, those whose cautious view said no
 	// resets counts the answers whose reset contradicted the windows'

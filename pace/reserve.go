@@ -377,6 +377,7 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	gain := p.probeGain(k)
 	debugf("hold at %.3f: need %d inflight %d cautious %+.3f (%v) soon %+.3f opt %+.3f %s", float64(now%1e12)/1e9, need, inflight, float64(at-arrive)/1e9, slowest, float64(soon-arrive)/1e9, float64(opt-arrive)/1e9, p.dump(arrive))
 	lead := arrive - now
+	p.trickle(now)
 	canProbe := p.probe == 0 && p.probeTokens >= 1
 	if canProbe && at-arrive >= gain {
 		// Waiting for the cautious candidate costs more than a refusal:
@@ -417,17 +418,43 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	if slowest == cBucket {
 		r.why = WhyRefill
 	}
-	if at == never {
+	switch {
+	case at == never:
 		// Nothing says when it returns; an answer on its way may.
 		r.definite = false
 		at = now + int64(pollStep)
-	} else {
+	case at <= arrive:
+		// A candidate's arithmetic lands on now although it said no:
+		// look again a little later rather than at once.
+		debugf("hold: no room, but every candidate says now")
+		r.definite = false
+		at = now + int64(pollStep)
+	default:
 		at -= lead
 	}
 	r.at = min(at, now+maxHorizon)
 	r.detail = p.describe(slowest)
 	return r
 }
+
+// trickle earns the probe budget with time too, so that a policy whose
+// every candidate holds back, with nothing admitted to earn from, still
+// learns: one probe per probeTrickle of its windows (a second at least).
+func (p *policy) trickle(now int64) {
+	if p.trickled == 0 || now < p.trickled {
+		p.trickled = now
+		return
+	}
+	per := max(probeTrickle*p.period.hi, int64(probeTrickle*1e9))
+	if dt := now - p.trickled; dt > 0 {
+		p.probeTokens = min(p.probeTokens+float64(dt)/float64(per), probeBurst)
+		p.trickled = now
+	}
+}
+
+// probeTrickle is how many windows the time-earned budget takes to earn
+// one probe: a refusal per eight windows at most when nothing else earns.
+const probeTrickle = 8
 
 // probeGain is the least a probe must save over waiting for the cautious
 // candidate to be worth a refusal: a refused request waits at least
