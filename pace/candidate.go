@@ -323,6 +323,11 @@ func (p *policy) counterWhen(from int64, room float64, v view) int64 {
 	return never
 }
 
+// landMargin is added to the instant a unit of a sliding log returns, so
+// that the request that spends it lands after it: the server's clock ticks
+// in milliseconds at best.
+const landMargin = 2e6
+
 // floorDiv is a/b rounded towards minus infinity (b > 0).
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -369,7 +374,7 @@ func afterBoth(a, b *ledger, from, w, keep int64) int64 {
 		}
 		in -= e.n
 		if in <= keep {
-			return max(e.at+w, from)
+			return max(e.at+w+landMargin, from)
 		}
 	}
 	return never

@@ -208,21 +208,26 @@ func (k *keyState) observeRTT(rtt int64) {
 		return
 	}
 	if k.rtt == 0 {
-		k.rtt, k.rttMin = rtt, rtt
-		return
+		k.rtt = rtt
 	}
 	k.rtt += (rtt - k.rtt) / 8
-	if rtt < k.rttMin {
-		k.rttMin = rtt
-	} else {
-		// The least drifts up slowly, so that a route that got slower is
-		// followed.
-		k.rttMin += (rtt - k.rttMin) / rttMinDrift
+	// The least over the last rttWindow answers, so that a route that
+	// got slower is followed: the least of this window so far, and the
+	// least of the window before.
+	k.rttSeen++
+	if k.rttSeen%rttWindow == 1 {
+		k.rttPrev, k.rttCur = k.rttCur, rtt
+	}
+	k.rttCur = min(k.rttCur, rtt)
+	k.rttMin = k.rttCur
+	if k.rttPrev > 0 {
+		k.rttMin = min(k.rttMin, k.rttPrev)
 	}
 }
 
-// rttMinDrift is how slowly the least round trip follows longer ones.
-const rttMinDrift = 256
+// rttWindow is how many answers the least round trip is taken over (and as
+// many before them).
+const rttWindow = 256
 
 // Cancel takes back lease l, whose request never left: it stops counting
 // against every quota.

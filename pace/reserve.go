@@ -314,8 +314,13 @@ func (k *keyState) endProbes(seq uint64) {
 }
 
 // lead is how long after it is sent a request reaches the server, at the
-// least: half the least round trip seen.
-func (k *keyState) lead() int64 { return k.rttMin / 2 }
+// least: leadShare of half the least round trip seen (round trips vary, and
+// their halves need not be equal).
+func (k *keyState) lead() int64 { return int64(leadShare * float64(k.rttMin) / 2) }
+
+// leadShare is the share of half the least round trip that a request is
+// taken to spend on its way to the server. TestLead pins it.
+const leadShare = 0.8
 
 // arrival is when the server is taken to have counted a request sent at
 // sent and answered at recv: half way (see the package doc).

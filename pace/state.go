@@ -46,8 +46,12 @@ type keyState struct {
 	silent silent
 	// clock bounds the offset of the client's clock from the server's.
 	clock offset
-	// rtt is the round trip, smoothed, and its least.
-	rtt, rttMin int64
+	// rtt is the round trip, smoothed, and rttMin its least lately (see
+	// observeRTT): the least of the current run of rttWindow answers
+	// (rttCur, rttSeen of them so far) and of the run before (rttPrev).
+	rtt, rttMin     int64
+	rttCur, rttPrev int64
+	rttSeen         uint64
 }
 
 // A lease is one granted reservation: a request in flight.
