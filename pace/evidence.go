@@ -535,9 +535,7 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 	if p.alignedUntil <= a.at {
 		p.aligned(a, o)
 	}
-	if p.period.known() && !p.ctr.known() {
-		p.ctr = bounds{lo, hi}
-	}
+	p.counterPhase(a, lo, hi)
 	if p.said == 0 && o.Reset > 0 {
 		p.learnPeriod(a, o, lo, hi)
 	}
@@ -569,7 +567,19 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 		lo = max(floorDiv(d, 1e9)*1e9, 1e9)
 	}
 	p.logW = max(p.logW, lo)
-	if prev := p.lastReset; prev.known() && a.at >= p.obsAt && rlo > prev.hi {
+	if o.ResetAbsolute && a.date != 0 {
+		// An instant on the server's clock is exact to its precision:
+		// its jumps are whole windows.
+		e := a.date + reset
+		if p.lastE != 0 && e > p.lastE && a.at >= p.obsAt {
+			if jump := e - p.lastE; p.jump == 0 || jump < p.jump {
+				p.jump = jump
+			}
+		}
+		if a.at >= p.obsAt {
+			p.lastE = e
+		}
+	} else if prev := p.lastReset; prev.known() && a.at >= p.obsAt && rlo > prev.hi {
 		gran := int64(1e6)
 		if reset%1e9 == 0 {
 			gran = 1e9
@@ -588,6 +598,26 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 		return
 	}
 	p.period = bounds{max(p.period.lo, lo), max(p.period.hi, hi)}
+}
+
+// counterPhase takes in where the counter's windows start: on the
+// server's clock, as most counters' are (a window of whole seconds starts at
+// a multiple of it since the epoch), when the server's Date says where its
+// clock is; else at the instant a reset points at (lo, hi), within its
+// precision, whatever the reset counts to (the end of this window or the
+// next).
+func (p *policy) counterPhase(a *answer, lo, hi int64) {
+	w := p.period.hi
+	if w <= 0 {
+		return
+	}
+	if c := &a.k.clock; a.date != 0 && c.known && w%1e9 == 0 && p.period.lo == w {
+		p.ctr = bounds{c.lo, c.hi} // instants 0 mod w in the server's time
+		return
+	}
+	if !p.ctr.known() || p.ctr.hi-p.ctr.lo > hi-lo {
+		p.ctr = bounds{lo, hi}
+	}
 }
 
 // resetBounds returns the instants, in the client's clock, between which

@@ -53,6 +53,7 @@ type policy struct {
 	logW      int64
 	jump      int64
 	lastReset bounds
+	lastE     int64 // the newest answer's reset on the server's clock, when it was an instant
 	// win bounds the end of the current window for each window candidate
 	// (indexes cWindow and cAnchored); ctr a boundary of the counter's
 	// windows.
