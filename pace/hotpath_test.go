@@ -20,6 +20,7 @@ func BenchmarkReserveComplete(b *testing.B) {
 		"Ratelimit-Policy": {`"default";q=1000000;w=60`},
 		"Ratelimit":        {`"default";r=999999;t=30`},
 	}
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	req := Request{Route: "GET /items"}
 	var cfg Config
 	obs := ratelimit.ParseHeaders(h, 200, t0)

@@ -1,0 +1,724 @@
+package pace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// ErrBadState is what UnmarshalBinary's errors wrap: the bytes are not a
+// State this package wrote (garbage, a truncated value, a format it does
+// not know). A store that meets one should take the key as fresh: its
+// state is what was learnt, and is learnt again.
+var ErrBadState = errors.New("pace: unreadable state")
+
+// stateFormat is the first byte of MarshalBinary's output: which layout
+// follows. It is not ASCII, nor a byte that can start a UTF-8 character,
+// so that an encoded state is never taken for text (JSON, say). Any change
+// to the layout below takes the next value (0xB2, ...); UnmarshalBinary
+// answers a format it does not know with ErrBadState, and the stores then
+// start the key afresh.
+//
+// A field added to keyState, or to anything below it, must be written and
+// read here: TestEncodingComplete fails, naming the field, until it is.
+const stateFormat = 0xB1
+
+// maxStrings bounds the strings an encoding refers back to (see
+// encoder.str).
+const maxStrings = 32
+
+// MarshalBinary implements encoding.BinaryMarshaler: it returns the
+// content of s in a compact, versioned binary form that UnmarshalBinary
+// reads back to an equal State, for a Store that keeps states outside the
+// process.
+//
+// Version and Expires are not part of it: a store keeps them itself (the
+// version is the store's own, and the expiry is the store's to enforce).
+//
+// Nothing secret travels in it. Routes are kept as 64-bit hashes only,
+// never as text; what strings it holds are those the server sent in its
+// rate-limit headers (bucket and policy names, units), and pace's own
+// reasons for a pause.
+//
+// # Layout (format 0xB1)
+//
+// One byte, 0xB1, then the fields of the state in the order of their
+// declaration, nothing between them, nothing after them:
+//
+//   - unsigned integers as uvarints (encoding/binary), signed ones as
+//     zig-zag varints; instants as Unix nanoseconds (0 for none; a
+//     time.Time comes back in UTC, without its monotonic reading), and
+//     within a list or a pair as the difference from the one before (a
+//     ledger's entries, a lease's expiry from its grant), which keeps them
+//     to a few bytes;
+//   - booleans as one byte, 0 or 1; small sets (uint8) as one byte;
+//   - float64s as the uvarint of math.Float64bits with its bytes reversed
+//     (as encoding/gob does), so that 0 and round numbers take a byte or
+//     two, and every bit, NaN's included, survives;
+//   - route hashes as 8 bytes, little-endian;
+//   - strings as a uvarint tag: 0 for "", 1 for a new string (its length
+//     as a uvarint, then its bytes), n >= 2 for the (n-2)-th new string of
+//     the encoding (of the first 32), so that a bucket's name is written
+//     once;
+//   - slices as their length, then their elements; arrays as their length
+//     too, which must be the array's.
+func (s State) MarshalBinary() ([]byte, error) {
+	return s.AppendBinary(make([]byte, 0, s.k.sizeHint()))
+}
+
+// AppendBinary implements encoding.BinaryAppender: it appends
+// MarshalBinary's form of s to b.
+func (s State) AppendBinary(b []byte) ([]byte, error) {
+	e := encoder{b: append(b, stateFormat)}
+	e.keyState(&s.k)
+	return e.b, nil
+}
+
+// UnmarshalBinary implements encoding.BinaryUnmarshaler: it replaces the
+// content of s with the state MarshalBinary encoded in data, keeping
+// s.Version and s.Expires, which the encoding does not hold. It does not
+// keep data.
+//
+// Bytes that are not such a state (garbage, a truncated value, trailing
+// bytes, a length longer than what follows, a format it does not know)
+// give an error that wraps ErrBadState, and leave s a fresh state: nothing
+// in it but its Version and Expires. It reads the form, not the model's
+// beliefs: a state is trusted to be one that this package wrote.
+func (s *State) UnmarshalBinary(data []byte) error {
+	k, err := decodeState(data)
+	if err != nil {
+		s.k = keyState{}
+		return err
+	}
+	s.k = k
+	return nil
+}
+
+// sizeHint guesses the size of k's encoding, so that MarshalBinary
+// allocates once.
+func (k *keyState) sizeHint() int {
+	n := 64 + 32*len(k.leases) + 16*len(k.buckets) + 16*len(k.routes)
+	for i := range k.policies {
+		p := &k.policies[i]
+		n += 256 + 6*(len(p.own.e)+len(p.logF.e)+len(p.ctrF.e)) + 8*len(p.anchors)
+	}
+	for i := range k.quotas {
+		n += 16 + 12*len(k.quotas[i].sends)
+	}
+	return n
+}
+
+// encoder appends a state's fields to b.
+type encoder struct {
+	b    []byte
+	strs []string // the new strings written so far, at most maxStrings
+	buf  [maxStrings]string
+}
+
+func (e *encoder) u(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *encoder) i(v int64)  { e.b = binary.AppendVarint(e.b, v) }
+func (e *encoder) n(v int)    { e.b = binary.AppendUvarint(e.b, uint64(v)) }
+func (e *encoder) u8(v uint8) { e.b = append(e.b, v) }
+
+func (e *encoder) bool(v bool) {
+	if v {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+func (e *encoder) f(v float64) { e.u(bits.ReverseBytes64(math.Float64bits(v))) }
+
+func (e *encoder) fixed64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+
+// time writes an instant as Unix nanoseconds, 0 for the zero time.
+func (e *encoder) time(t time.Time) { e.i(unixNano(t)) }
+
+// str writes s: "" as 0, a string written before as a reference to it, a
+// new one in full.
+func (e *encoder) str(s string) {
+	if s == "" {
+		e.b = append(e.b, 0)
+		return
+	}
+	for j, t := range e.strs {
+		if t == s {
+			e.n(j + 2)
+			return
+		}
+	}
+	e.b = append(e.b, 1)
+	e.n(len(s))
+	e.b = append(e.b, s...)
+	if len(e.strs) < maxStrings {
+		if e.strs == nil {
+			e.strs = e.buf[:0]
+		}
+		e.strs = append(e.strs, s)
+	}
+}
+
+func (e *encoder) bounds(b bounds) {
+	e.i(b.lo)
+	e.i(b.hi - b.lo)
+}
+
+func (e *encoder) keyState(k *keyState) {
+	e.u(k.seq)
+	e.bool(k.answered)
+	e.n(len(k.leases))
+	var seq uint64
+	var at int64
+	for i := range k.leases {
+		e.lease(&k.leases[i], seq, at)
+		seq, at = k.leases[i].seq, k.leases[i].at
+	}
+	e.n(len(k.buckets))
+	for i := range k.buckets {
+		e.bucket(&k.buckets[i])
+	}
+	e.n(len(k.policies))
+	for i := range k.policies {
+		e.policy(&k.policies[i])
+	}
+	e.n(len(k.quotas))
+	for i := range k.quotas {
+		e.quota(&k.quotas[i])
+	}
+	e.n(len(k.routes))
+	for _, r := range k.routes {
+		e.route(r)
+	}
+	e.silent(&k.silent)
+	e.i(k.clock.lo)
+	e.i(k.clock.hi - k.clock.lo)
+	e.bool(k.clock.known)
+	e.i(k.rtt)
+	e.i(k.rttMin)
+	e.i(k.rttCur)
+	e.i(k.rttPrev)
+	e.u(k.rttSeen)
+}
+
+func (e *encoder) bucket(b *bucket) {
+	e.str(b.name)
+	e.i(b.pause)
+	e.str(b.why)
+	e.i(b.firstAfter)
+}
+
+func (e *encoder) route(r route) {
+	e.fixed64(r.hash)
+	e.str(r.bucket)
+}
+
+func (e *encoder) amount(a Amount) {
+	e.str(string(a.Unit))
+	e.i(a.N)
+}
+
+// lease writes l, whose number and grant follow seq's and at's.
+func (e *encoder) lease(l *lease, seq uint64, at int64) {
+	e.u(l.seq - seq)
+	e.i(l.at - at)
+	e.i(l.expires - l.at)
+	e.str(l.bucket)
+	e.fixed64(l.route)
+	e.n(len(l.cost))
+	for _, c := range l.cost {
+		e.amount(c)
+	}
+	e.bool(l.first)
+	e.n(len(l.quotas))
+	for _, q := range l.quotas {
+		e.i(int64(q))
+	}
+}
+
+func (e *encoder) policy(p *policy) {
+	e.str(p.bucket)
+	e.str(p.name)
+	e.str(string(p.unit))
+	e.i(p.said)
+	e.i(p.limit)
+	e.bool(p.limitSaid)
+	e.bool(p.seen)
+	e.i(p.obsAt)
+	e.i(p.obsRem)
+	e.i(p.since)
+	e.i(p.early)
+	e.i(p.last)
+	e.ledger(&p.own)
+	e.ledger(&p.logF)
+	e.ledger(&p.ctrF)
+	e.u8(p.alive)
+	e.n(len(p.refuted))
+	for _, t := range p.refuted {
+		e.i(t)
+	}
+	e.n(len(p.score))
+	for _, f := range p.score {
+		e.f(f)
+	}
+	e.bounds(p.period)
+	e.i(p.logW)
+	e.i(p.jump)
+	e.bounds(p.lastReset)
+	e.i(p.lastE)
+	e.n(len(p.win))
+	for _, b := range p.win {
+		e.bounds(b)
+	}
+	e.bounds(p.ctr)
+	e.i(p.guess)
+	e.f(p.bLevel)
+	e.i(p.bAt)
+	e.f(p.rLo)
+	e.f(p.rHi)
+	e.f(p.rReset)
+	e.u(p.probe)
+	e.f(p.probeTokens)
+	e.i(p.trickled)
+	e.u8(p.probeFor)
+	e.u8(p.probeParam)
+	e.i(int64(p.resets))
+	e.i(p.alignedUntil)
+	e.i(p.ownCum)
+	e.n(len(p.anchors))
+	var at int64
+	for _, a := range p.anchors {
+		e.anchor(a, at)
+		at = a.at
+	}
+}
+
+// anchor writes a, which follows the anchor at at.
+func (e *encoder) anchor(a anchor, at int64) {
+	e.i(a.at - at)
+	e.i(a.level)
+}
+
+func (e *encoder) ledger(l *ledger) {
+	e.n(len(l.e))
+	var at int64
+	for _, x := range l.e {
+		e.entry(x, at)
+		at = x.at
+	}
+}
+
+// entry writes x, which follows the entry at at.
+func (e *encoder) entry(x entry, at int64) {
+	e.i(x.at - at)
+	e.i(x.n)
+}
+
+func (e *encoder) quota(q *quotaState) {
+	e.n(len(q.sends))
+	var seq uint64
+	var sent int64
+	for _, s := range q.sends {
+		e.send(s, seq, sent)
+		seq, sent = s.seq, s.sent
+	}
+	e.f(q.tokens)
+	e.i(q.filled)
+}
+
+// send writes s, which follows the send of lease seq sent at sent.
+func (e *encoder) send(s quotaSend, seq uint64, sent int64) {
+	e.u(s.seq - seq)
+	e.i(s.sent - sent)
+	e.i(s.recv - s.sent)
+}
+
+func (e *encoder) silent(a *silent) {
+	e.bool(a.on)
+	e.f(a.max)
+	e.time(a.throttled)
+	e.f(a.tokens)
+	e.time(a.filled)
+	e.f(a.measured)
+	e.i(int64(a.count))
+	e.time(a.since)
+	e.time(a.cut)
+	e.i(int64(a.admitted))
+	e.time(a.first)
+	e.i(int64(a.streak))
+	e.time(a.backed)
+}
+
+// decoder reads a state's fields from b. The first error sticks: every
+// read after it returns zero, and decodeState returns it.
+type decoder struct {
+	b    []byte
+	err  error
+	strs []string
+	buf  [maxStrings]string
+}
+
+// decodeState reads the state MarshalBinary wrote in data.
+func decodeState(data []byte) (keyState, error) {
+	var k keyState
+	switch {
+	case len(data) == 0:
+		return k, fmt.Errorf("%w: empty", ErrBadState)
+	case data[0] != stateFormat:
+		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
+	}
+	d := decoder{b: data[1:]}
+	d.strs = d.buf[:0]
+	d.keyState(&k)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes after the state", len(d.b))
+	}
+	if d.err != nil {
+		return keyState{}, d.err
+	}
+	return k, nil
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: "+format, append([]any{ErrBadState}, args...)...)
+		d.b = nil
+	}
+}
+
+func (d *decoder) u() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad or truncated varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) i() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad or truncated varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// int reads a signed integer that must fit an int.
+func (d *decoder) int() int {
+	v := d.i()
+	if int64(int(v)) != v {
+		d.fail("integer %d out of range", v)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) u8() uint8 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) bool() bool {
+	switch v := d.u8(); v {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		d.fail("boolean %d", v)
+		return false
+	}
+}
+
+func (d *decoder) f() float64 { return math.Float64frombits(bits.ReverseBytes64(d.u())) }
+
+func (d *decoder) fixed64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) time() time.Time {
+	t := d.i()
+	if t == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t).UTC()
+}
+
+func (d *decoder) str() string {
+	tag := d.u()
+	switch {
+	case tag == 0:
+		return ""
+	case tag == 1:
+		n := d.u()
+		if n > uint64(len(d.b)) {
+			d.fail("string of %d bytes, %d left", n, len(d.b))
+			return ""
+		}
+		s := string(d.b[:n])
+		d.b = d.b[n:]
+		if len(d.strs) < maxStrings {
+			d.strs = append(d.strs, s)
+		}
+		return s
+	case tag-2 < uint64(len(d.strs)):
+		return d.strs[tag-2]
+	default:
+		d.fail("string reference %d of %d", tag-2, len(d.strs))
+		return ""
+	}
+}
+
+// count reads a slice's length, each of whose elements takes at least min
+// bytes: a length that what is left cannot hold is an error, so that no
+// length makes the decoder allocate more than the data warrants.
+func (d *decoder) count(min int) int {
+	n := d.u()
+	if d.err != nil {
+		return 0
+	}
+	if n > uint64(len(d.b)/min) {
+		d.fail("%d elements of at least %d bytes, %d bytes left", n, min, len(d.b))
+		return 0
+	}
+	return int(n)
+}
+
+// array reads an array's length, which must be want.
+func (d *decoder) array(want int) {
+	if n := d.u(); d.err == nil && n != uint64(want) {
+		d.fail("array of %d, want %d", n, want)
+	}
+}
+
+func (d *decoder) bounds() bounds {
+	lo := d.i()
+	return bounds{lo, lo + d.i()}
+}
+
+// The least bytes an element of each list takes: its zero value's
+// encoding, which writes every field in its shortest form (an element's
+// fields that follow the one before it, given the zero one before).
+var (
+	minLease   = encodedLen(func(e *encoder) { e.lease(&lease{}, 0, 0) })
+	minAmount  = encodedLen(func(e *encoder) { e.amount(Amount{}) })
+	minBucket  = encodedLen(func(e *encoder) { e.bucket(&bucket{}) })
+	minPolicy  = encodedLen(func(e *encoder) { e.policy(&policy{}) })
+	minEntry   = encodedLen(func(e *encoder) { e.entry(entry{}, 0) })
+	minAnchor  = encodedLen(func(e *encoder) { e.anchor(anchor{}, 0) })
+	minQuota   = encodedLen(func(e *encoder) { e.quota(&quotaState{}) })
+	minSend    = encodedLen(func(e *encoder) { e.send(quotaSend{}, 0, 0) })
+	minRoute   = encodedLen(func(e *encoder) { e.route(route{}) })
+	minQuotaIx = encodedLen(func(e *encoder) { e.i(0) })
+)
+
+func encodedLen(f func(*encoder)) int {
+	var e encoder
+	f(&e)
+	return len(e.b)
+}
+
+func (d *decoder) keyState(k *keyState) {
+	k.seq = d.u()
+	k.answered = d.bool()
+	if n := d.count(minLease); n > 0 {
+		k.leases = make([]lease, n)
+		var seq uint64
+		var at int64
+		for i := range k.leases {
+			d.lease(&k.leases[i], seq, at)
+			seq, at = k.leases[i].seq, k.leases[i].at
+		}
+	}
+	if n := d.count(minBucket); n > 0 {
+		k.buckets = make([]bucket, n)
+		for i := range k.buckets {
+			b := &k.buckets[i]
+			b.name = d.str()
+			b.pause = d.i()
+			b.why = d.str()
+			b.firstAfter = d.i()
+		}
+	}
+	if n := d.count(minPolicy); n > 0 {
+		k.policies = make([]policy, n)
+		for i := range k.policies {
+			d.policy(&k.policies[i])
+		}
+	}
+	if n := d.count(minQuota); n > 0 {
+		k.quotas = make([]quotaState, n)
+		for i := range k.quotas {
+			d.quota(&k.quotas[i])
+		}
+	}
+	if n := d.count(minRoute); n > 0 {
+		k.routes = make([]route, n)
+		for i := range k.routes {
+			k.routes[i].hash = d.fixed64()
+			k.routes[i].bucket = d.str()
+		}
+	}
+	d.silent(&k.silent)
+	k.clock.lo = d.i()
+	k.clock.hi = k.clock.lo + d.i()
+	k.clock.known = d.bool()
+	k.rtt = d.i()
+	k.rttMin = d.i()
+	k.rttCur = d.i()
+	k.rttPrev = d.i()
+	k.rttSeen = d.u()
+}
+
+func (d *decoder) lease(l *lease, seq uint64, at int64) {
+	l.seq = seq + d.u()
+	l.at = at + d.i()
+	l.expires = l.at + d.i()
+	l.bucket = d.str()
+	l.route = d.fixed64()
+	if n := d.count(minAmount); n > 0 {
+		l.cost = make([]Amount, n)
+		for i := range l.cost {
+			l.cost[i] = Amount{Unit: ratelimit.Unit(d.str()), N: d.i()}
+		}
+	}
+	l.first = d.bool()
+	if n := d.count(minQuotaIx); n > 0 {
+		l.quotas = make([]int, n)
+		for i := range l.quotas {
+			l.quotas[i] = d.int()
+		}
+	}
+}
+
+func (d *decoder) policy(p *policy) {
+	p.bucket = d.str()
+	p.name = d.str()
+	p.unit = ratelimit.Unit(d.str())
+	p.said = d.i()
+	p.limit = d.i()
+	p.limitSaid = d.bool()
+	p.seen = d.bool()
+	p.obsAt = d.i()
+	p.obsRem = d.i()
+	p.since = d.i()
+	p.early = d.i()
+	p.last = d.i()
+	d.ledger(&p.own)
+	d.ledger(&p.logF)
+	d.ledger(&p.ctrF)
+	p.alive = d.u8()
+	d.array(len(p.refuted))
+	for c := range p.refuted {
+		p.refuted[c] = d.i()
+	}
+	d.array(len(p.score))
+	for c := range p.score {
+		p.score[c] = d.f()
+	}
+	p.period = d.bounds()
+	p.logW = d.i()
+	p.jump = d.i()
+	p.lastReset = d.bounds()
+	p.lastE = d.i()
+	d.array(len(p.win))
+	for j := range p.win {
+		p.win[j] = d.bounds()
+	}
+	p.ctr = d.bounds()
+	p.guess = d.i()
+	p.bLevel = d.f()
+	p.bAt = d.i()
+	p.rLo = d.f()
+	p.rHi = d.f()
+	p.rReset = d.f()
+	p.probe = d.u()
+	p.probeTokens = d.f()
+	p.trickled = d.i()
+	p.probeFor = d.u8()
+	p.probeParam = d.u8()
+	p.resets = d.int()
+	p.alignedUntil = d.i()
+	p.ownCum = d.i()
+	if n := d.count(minAnchor); n > 0 {
+		p.anchors = make([]anchor, n)
+		var at int64
+		for j := range p.anchors {
+			at += d.i()
+			p.anchors[j] = anchor{at: at, level: d.i()}
+		}
+	}
+}
+
+func (d *decoder) ledger(l *ledger) {
+	if n := d.count(minEntry); n > 0 {
+		l.e = make([]entry, n)
+		var at int64
+		for j := range l.e {
+			at += d.i()
+			l.e[j] = entry{at: at, n: d.i()}
+		}
+	}
+}
+
+func (d *decoder) quota(q *quotaState) {
+	if n := d.count(minSend); n > 0 {
+		q.sends = make([]quotaSend, n)
+		var seq uint64
+		var sent int64
+		for j := range q.sends {
+			seq += d.u()
+			sent += d.i()
+			q.sends[j] = quotaSend{seq: seq, sent: sent, recv: sent + d.i()}
+		}
+	}
+	q.tokens = d.f()
+	q.filled = d.i()
+}
+
+func (d *decoder) silent(a *silent) {
+	a.on = d.bool()
+	a.max = d.f()
+	a.throttled = d.time()
+	a.tokens = d.f()
+	a.filled = d.time()
+	a.measured = d.f()
+	a.count = d.int()
+	a.since = d.time()
+	a.cut = d.time()
+	a.admitted = d.int()
+	a.first = d.time()
+	a.streak = d.int()
+	a.backed = d.time()
+}
