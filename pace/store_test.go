@@ -57,10 +57,55 @@ func TestMemoryStore(t *testing.T) {
 	}, pacetest.WithClock(c.Now, c.Advance))
 }
 
-// put creates key with Seq seq, expiring at exp.
-func put(t *testing.T, m *pace.MemoryStore, key string, seq uint64, exp time.Time) {
+// counterAt is the instant of the reservations that count.
+var counterAt = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// bump reserves a lease in s and cancels it: s has granted one lease more.
+func bump(t *testing.T, s *pace.State) {
 	t.Helper()
-	ok, err := m.CompareAndSwap(context.Background(), key, 0, pace.State{Seq: seq, Expires: exp})
+	d := s.Reserve(counterAt, pace.Request{}, nil)
+	require.True(t, d.OK, "a counting state must grant a lease: %v", d.Why)
+	s.Cancel(d.Lease, nil)
+}
+
+// counter returns a state that has granted n leases (all cancelled), and
+// expires at exp: the tests' states differ in n.
+func counter(t *testing.T, n uint64, exp time.Time) pace.State {
+	t.Helper()
+	var s pace.State
+	for range n {
+		bump(t, &s)
+	}
+	s.Expires = exp
+	return s
+}
+
+// granted returns how many leases s has granted.
+func granted(t *testing.T, s pace.State) uint64 {
+	t.Helper()
+	c := s.Clone()
+	d := c.Reserve(counterAt, pace.Request{}, nil)
+	require.True(t, d.OK, "a counting state must grant a lease: %v", d.Why)
+	return d.Lease.Seq() - 1
+}
+
+// requireState fails t unless got is want at version: the same content
+// (MarshalBinary's bytes) and Expires.
+func requireState(t *testing.T, want pace.State, version uint64, got pace.State, msg string, args ...any) {
+	t.Helper()
+	w, err := want.MarshalBinary()
+	require.NoError(t, err)
+	g, err := got.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, version, got.Version, append([]any{msg + ": version"}, args...)...)
+	require.True(t, want.Expires.Equal(got.Expires), append([]any{msg + ": Expires %v, want %v"}, append(args, got.Expires, want.Expires)...)...)
+	require.Equal(t, w, g, append([]any{msg + ": content"}, args...)...)
+}
+
+// put creates key with a state that has granted n leases, expiring at exp.
+func put(t *testing.T, m *pace.MemoryStore, key string, n uint64, exp time.Time) {
+	t.Helper()
+	ok, err := m.CompareAndSwap(context.Background(), key, 0, counter(t, n, exp))
 	require.NoError(t, err)
 	require.True(t, ok, "creating %q", key)
 }
@@ -92,12 +137,12 @@ func TestMemoryStoreSweepForgetsOnlyExpiredKeys(t *testing.T) {
 	require.Equal(t, 11, m.Sweep(), "Sweep returns how many keys it kept")
 	require.Equal(t, 11, m.Len(), "Sweep must forget the 11 expired keys and only them")
 	for i := range 10 {
-		require.Equal(t, pace.State{Seq: uint64(i + 1), Version: 1, Expires: t0.Add(time.Hour)},
+		requireState(t, counter(t, uint64(i+1), t0.Add(time.Hour)), 1,
 			get(t, m, fmt.Sprintf("new-%d", i)), "a key that has not expired must be kept as it was")
 		require.Equal(t, pace.State{Version: 1}, get(t, m, fmt.Sprintf("old-%d", i)),
 			"a swept key must be gone, but load at a version no lower than the one it had (1)")
 	}
-	require.Equal(t, uint64(1), get(t, m, "forever").Seq, "a state without Expires never expires")
+	require.Equal(t, uint64(1), granted(t, get(t, m, "forever")), "a state without Expires never expires")
 	put(t, m, "old-0", 100, t0.Add(time.Hour))
 	require.Equal(t, 12, m.Len())
 	require.Equal(t, uint64(2), get(t, m, "old-0").Version,
@@ -157,7 +202,7 @@ func TestMemoryStoreSweptWriterStartsAgain(t *testing.T) {
 				close(inF)
 				<-goF
 			}
-			s.Seq++
+			bump(t, s)
 			s.Expires = c.Now().Add(time.Hour)
 			return nil
 		})
@@ -183,7 +228,7 @@ func TestMemoryStoreSweptWriterStartsAgain(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, 2, calls, "the writer's first compare-and-swap must fail on the swept entry, and it must start again")
 	require.Equal(t, uint64(2), r.s.Version, "the writer must have created the key anew, above its swept version 1")
-	require.Equal(t, r.s, get(t, m, "k"), "the writer's update must be in the store")
+	requireState(t, r.s, r.s.Version, get(t, m, "k"), "the writer's update must be in the store")
 	require.Equal(t, 1, m.Len())
 }
 
@@ -205,7 +250,7 @@ func TestMemoryStoreReclaimsExpiredKeys(t *testing.T) {
 	for _, i := range []int{0, 1, n / 2, n - 1} {
 		require.Equal(t, pace.State{Version: 1}, get(t, m, fmt.Sprintf("old-%d", i)),
 			"old-%d must be gone, its version kept", i)
-		require.Equal(t, uint64(1), get(t, m, fmt.Sprintf("new-%d", i)).Seq, "new-%d must be kept", i)
+		require.Equal(t, uint64(1), granted(t, get(t, m, fmt.Sprintf("new-%d", i))), "new-%d must be kept", i)
 	}
 }
 
@@ -245,7 +290,7 @@ func TestMemoryStoreConcurrentSweeps(t *testing.T) {
 	put(t, m, "k", 2, c.Now().Add(time.Hour))
 	release2()
 	<-sweptB
-	require.Equal(t, pace.State{Seq: 2, Version: 2, Expires: c.Now().Add(time.Hour)}, get(t, m, "k"),
+	requireState(t, counter(t, 2, c.Now().Add(time.Hour)), 2, get(t, m, "k"),
 		"a sweep that reached the key's old entry removed its new one, which had not expired")
 }
 
@@ -281,7 +326,9 @@ func TestMemoryStoreVersionAfterSweep(t *testing.T) {
 				close(inF)
 				<-goF
 			}
-			s.Seq += 100
+			for range 100 {
+				bump(t, s)
+			}
 			s.Expires = c.Now().Add(time.Hour)
 			return nil
 		})
@@ -291,7 +338,7 @@ func TestMemoryStoreVersionAfterSweep(t *testing.T) {
 	require.Equal(t, 0, m.Sweep())
 	require.GreaterOrEqual(t, get(t, m, "k").Version, uint64(1), "a swept key's version must not go back")
 	second, err := pace.Update(ctx, m, "k", func(s *pace.State) error {
-		s.Seq++
+		bump(t, s)
 		s.Expires = c.Now().Add(time.Hour)
 		return nil
 	})
@@ -300,11 +347,11 @@ func TestMemoryStoreVersionAfterSweep(t *testing.T) {
 	release()
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, uint64(101), get(t, m, "k").Seq,
-		"the first writer's update must build on the second's (Seq 1 + 100), not overwrite it")
+	require.Equal(t, uint64(101), granted(t, get(t, m, "k")),
+		"the first writer's update must build on the second's (1 lease + 100), not overwrite it")
 	require.Equal(t, 2, r.calls, "the first writer's compare-and-swap at the version it loaded must fail once")
 	require.Equal(t, second.Version+1, r.s.Version)
-	require.Equal(t, r.s, get(t, m, "k"))
+	requireState(t, r.s, r.s.Version, get(t, m, "k"), "the first writer's update must be in the store")
 }
 
 // TestMemoryStoreCreateAfterSweep checks how a key the store holds nothing
@@ -316,7 +363,7 @@ func TestMemoryStoreCreateAfterSweep(t *testing.T) {
 	require.Equal(t, pace.State{}, get(t, m, "new"), "before any sweep, a key never written loads at version 0")
 	put(t, m, "a", 1, c.Now().Add(time.Second))
 	for v := uint64(1); v < 5; v++ {
-		ok, err := m.CompareAndSwap(ctx, "a", v, pace.State{Seq: v + 1, Expires: c.Now().Add(time.Second)})
+		ok, err := m.CompareAndSwap(ctx, "a", v, counter(t, v+1, c.Now().Add(time.Second)))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -331,24 +378,27 @@ func TestMemoryStoreCreateAfterSweep(t *testing.T) {
 			"after a sweep, a key the store holds nothing for loads above every version it forgot")
 	}
 	for _, v := range []uint64{1, 4, 6} {
-		ok, err := m.CompareAndSwap(ctx, "a", v, pace.State{Seq: 99})
+		ok, err := m.CompareAndSwap(ctx, "a", v, counter(t, 99, time.Time{}))
 		require.NoError(t, err)
 		require.False(t, ok, "CompareAndSwap at version %d on a swept key at 5 must fail", v)
 	}
 	require.Equal(t, 0, m.Len(), "a CompareAndSwap that failed must not create the key")
 
-	ok, err := m.CompareAndSwap(ctx, "a", 5, pace.State{Seq: 10})
+	ok, err := m.CompareAndSwap(ctx, "a", 5, counter(t, 10, time.Time{}))
 	require.NoError(t, err)
 	require.True(t, ok, "CompareAndSwap at the version Load returned must create the key")
-	require.Equal(t, pace.State{Seq: 10, Version: 6}, get(t, m, "a"))
-	ok, err = m.CompareAndSwap(ctx, "b", 0, pace.State{Seq: 20})
+	requireState(t, counter(t, 10, time.Time{}), 6, get(t, m, "a"), "created at the version Load returned")
+	ok, err = m.CompareAndSwap(ctx, "b", 0, counter(t, 20, time.Time{}))
 	require.NoError(t, err)
 	require.True(t, ok, "CompareAndSwap at version 0 must still create a key the store holds nothing for")
-	require.Equal(t, pace.State{Seq: 20, Version: 6}, get(t, m, "b"), "but above every version the store forgot")
+	requireState(t, counter(t, 20, time.Time{}), 6, get(t, m, "b"), "but above every version the store forgot")
 
 	boom := fmt.Errorf("boom")
 	require.ErrorIs(t, m.UpdateInPlace(ctx, "new", func(*pace.State) error { return boom }), boom)
 	require.Equal(t, 2, m.Len(), "an update that failed must not leave an entry for a key it would have created")
-	require.NoError(t, m.UpdateInPlace(ctx, "new", func(s *pace.State) error { s.Seq = 30; return nil }))
-	require.Equal(t, pace.State{Seq: 30, Version: 6}, get(t, m, "new"))
+	require.NoError(t, m.UpdateInPlace(ctx, "new", func(s *pace.State) error {
+		*s = counter(t, 30, time.Time{})
+		return nil
+	}))
+	requireState(t, counter(t, 30, time.Time{}), 6, get(t, m, "new"), "updated in place")
 }

@@ -14,27 +14,31 @@
 //     version it replaces the state, which then has version+1 whatever
 //     next.Version says; at any other version (stale, future, or 0 on a key
 //     that exists) it reports false and changes nothing.
-//   - A state reads back as it was written, every field of it. Instants
-//     (time.Time) must keep their instant to the nanosecond, not their
-//     location or monotonic clock reading: the suite compares them in UTC,
-//     so a store may encode State as JSON (time.Time's RFC 3339 form keeps
-//     nanoseconds) and decode it in another location. An empty slice may
-//     come back nil. Strings are valid UTF-8 in every State the suite
-//     writes.
-//   - The store shares no memory with its callers: changing a State, its
-//     slices included, after passing it to CompareAndSwap or after Load
-//     returned it, does not change what the store holds, and the store does
+//   - A state reads back as it was written: its content, as
+//     State.MarshalBinary encodes it, byte for byte (a store may keep those
+//     bytes, or a deep copy made with State.Clone), and its Expires to the
+//     nanosecond, as an instant (its location and monotonic clock reading
+//     need not survive). The suite's states are built through pace's API
+//     (Reserve, Complete, Cancel), as requests leave them: FullState has
+//     policies, leases in flight, a pause, declared quotas and the rest.
+//   - The store shares no memory with its callers: changing a State
+//     through its methods (Reserve, Complete, which change its slices'
+//     elements in place) after passing it to CompareAndSwap or after Load
+//     returned it does not change what the store holds, and the store does
 //     not change the caller's value either.
 //   - Keys are arbitrary byte strings compared byte for byte, and isolated
 //     from one another: the empty key is a key like any other, as are
 //     long keys (8 KiB), Unicode, invalid UTF-8, NUL bytes, and the
 //     characters a Redis store may treat specially (":" separators, "{}"
 //     hash tags, "*?[]" glob patterns).
-//   - CompareAndSwap is linearizable: 50 goroutines incrementing one key's
-//     Seq 20 times each with pace.Update end at exactly 1000 (and version
-//     1000), each increment seeing a different predecessor; writers on
-//     different keys do not disturb one another. pace.ErrConflict is
-//     retried there: it says the store was contended, not wrong.
+//   - CompareAndSwap is linearizable: 50 goroutines that each reserve (and
+//     cancel) a lease 20 times on one key with pace.Update leave a state
+//     that has granted exactly 1000 leases (the next lease is number 1001;
+//     pace.Lease.Seq counts them) at version 1000, no two updates having
+//     been granted the same lease number (each saw a different
+//     predecessor); writers on different keys do not disturb one another.
+//     pace.ErrConflict is retried there: it says the store was contended,
+//     not wrong.
 //   - pace.Update returns f's error and stores nothing, and honours a
 //     cancelled context: when it fails with the context's error, nothing
 //     of f's was stored, and when the key is contended it gives up with the
@@ -93,7 +97,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,7 +106,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway/pace"
-	"github.com/headway-go/headway/ratelimit"
 )
 
 // An Option changes how TestStore exercises a store.
@@ -242,19 +244,28 @@ func mustCAS(t *testing.T, st pace.Store, key string, version uint64, next pace.
 		"CompareAndSwap(%q, %d) must succeed: the key's version is %d", short(key), version, version)
 }
 
-// requireState fails t unless got is want at version, comparing instants
-// in UTC and empty slices as nil.
+// requireState fails t unless got is want at version: the same content
+// (MarshalBinary's bytes) and the same Expires instant.
 func requireState(t *testing.T, want pace.State, version uint64, got pace.State, msg string, args ...any) {
 	t.Helper()
-	want = Normalize(want)
-	want.Version = version
-	require.Equal(t, want, Normalize(got), append([]any{msg}, args...)...)
+	if d := sameState(want, version, got); d != "" {
+		require.Fail(t, d, append([]any{msg}, args...)...)
+	}
 }
 
 // requireForgotten fails t unless got says nothing but a version.
 func requireForgotten(t *testing.T, got pace.State, msg string, args ...any) {
 	t.Helper()
-	require.Equal(t, pace.State{Version: got.Version}, Normalize(got), append([]any{msg}, args...)...)
+	require.True(t, got.Expires.IsZero(), append([]any{msg + ": its Expires is %v"}, append(args, got.Expires)...)...)
+	require.Equal(t, emptyContent, content(t, got), append([]any{msg + ": it has content"}, args...)...)
+}
+
+// requireMissing fails t unless got is the zero State: version 0, nothing
+// in it.
+func requireMissing(t *testing.T, got pace.State, msg string, args ...any) {
+	t.Helper()
+	require.Equal(t, uint64(0), got.Version, append([]any{msg + ": its Version"}, args...)...)
+	requireForgotten(t, got, msg, args...)
 }
 
 // short abbreviates a long key in messages.
@@ -265,9 +276,10 @@ func short(key string) string {
 	return key
 }
 
-// small returns a small state that lives long: Seq n, written by who.
-func (s *suite) small(n uint64, who string) pace.State {
-	return pace.State{Seq: n, PauseWhy: who, Expires: s.c.now().Add(s.c.keep())}
+// small returns a small state that lives long: one that has granted n
+// leases (see counter).
+func (s *suite) small(n uint64) pace.State {
+	return counter(n, s.c.now().Add(s.c.keep()))
 }
 
 func (s *suite) loadMissing(t *testing.T) {
@@ -275,13 +287,11 @@ func (s *suite) loadMissing(t *testing.T) {
 	for _, key := range []string{"missing", "", "missing:too"} {
 		got, err := st.Load(context.Background(), key)
 		require.NoError(t, err, "Load of a key never written (%q) must not fail", key)
-		require.Equal(t, pace.State{}, Normalize(got),
-			"Load of a key never written (%q) must return the zero State (Version 0)", key)
+		requireMissing(t, got, "Load of a key never written (%q) must return the zero State (Version 0)", key)
 	}
-	require.False(t, cas(t, st, "missing", 1, s.small(1, "x")),
+	require.False(t, cas(t, st, "missing", 1, s.small(1)),
 		"CompareAndSwap at version 1 on a key only loaded must fail: Load must not create the key")
-	requireState(t, pace.State{}, 0, load(t, st, "missing"),
-		"a CompareAndSwap that failed must not create the key")
+	requireMissing(t, load(t, st, "missing"), "a CompareAndSwap that failed must not create the key")
 }
 
 func (s *suite) createRoundTrip(t *testing.T) {
@@ -290,15 +300,15 @@ func (s *suite) createRoundTrip(t *testing.T) {
 	require.True(t, cas(t, st, "k", 0, want),
 		"CompareAndSwap at version 0 must create a key that has no state")
 	requireState(t, want, 1, load(t, st, "k"),
-		"Load must return every field of the state written, at version 1 "+
-			"(instants compared in UTC to the nanosecond, empty slices as nil)")
+		"Load must return the state written, at version 1 "+
+			"(its content as MarshalBinary encodes it, its Expires as an instant to the nanosecond)")
 	requireState(t, want, 1, load(t, st, "k"), "a second Load must return the same state")
 }
 
 func (s *suite) versionAdvances(t *testing.T) {
 	st := s.store(t)
 	for v := range uint64(5) {
-		next := s.small(v+10, fmt.Sprintf("write %d", v+1))
+		next := s.small(v + 10)
 		require.True(t, cas(t, st, "k", v, next),
 			"CompareAndSwap at the key's current version %d must succeed", v)
 		requireState(t, next, v+1, load(t, st, "k"),
@@ -308,7 +318,7 @@ func (s *suite) versionAdvances(t *testing.T) {
 
 func (s *suite) nextVersionIgnored(t *testing.T) {
 	st := s.store(t)
-	next := s.small(1, "first")
+	next := s.small(1)
 	next.Version = 42
 	mustCAS(t, st, "k", 0, next)
 	require.Equal(t, uint64(1), load(t, st, "k").Version,
@@ -321,11 +331,11 @@ func (s *suite) nextVersionIgnored(t *testing.T) {
 
 func (s *suite) staleVersion(t *testing.T) {
 	st := s.store(t)
-	first, second := s.small(1, "first"), s.small(2, "second")
+	first, second := s.small(1), s.small(2)
 	mustCAS(t, st, "k", 0, first)
 	mustCAS(t, st, "k", 1, second)
 	for _, v := range []uint64{1, 0} {
-		require.False(t, cas(t, st, "k", v, s.small(99, "stale")),
+		require.False(t, cas(t, st, "k", v, s.small(99)),
 			"CompareAndSwap at stale version %d (the key is at 2) must report false", v)
 		requireState(t, second, 2, load(t, st, "k"),
 			"a CompareAndSwap at stale version %d must change nothing", v)
@@ -334,24 +344,23 @@ func (s *suite) staleVersion(t *testing.T) {
 
 func (s *suite) futureVersion(t *testing.T) {
 	st := s.store(t)
-	first := s.small(1, "first")
+	first := s.small(1)
 	mustCAS(t, st, "k", 0, first)
 	for _, v := range []uint64{2, 3, 1 << 63} {
-		require.False(t, cas(t, st, "k", v, s.small(99, "future")),
+		require.False(t, cas(t, st, "k", v, s.small(99)),
 			"CompareAndSwap at version %d, ahead of the key's version 1, must report false", v)
 	}
 	requireState(t, first, 1, load(t, st, "k"), "a CompareAndSwap at a future version must change nothing")
-	require.False(t, cas(t, st, "new", 1, s.small(99, "future")),
+	require.False(t, cas(t, st, "new", 1, s.small(99)),
 		"CompareAndSwap at version 1 on a key with no state must report false")
-	requireState(t, pace.State{}, 0, load(t, st, "new"),
-		"a CompareAndSwap at version 1 on a key with no state must not create it")
+	requireMissing(t, load(t, st, "new"), "a CompareAndSwap at version 1 on a key with no state must not create it")
 }
 
 func (s *suite) createExisting(t *testing.T) {
 	st := s.store(t)
-	first := s.small(1, "first")
+	first := s.small(1)
 	mustCAS(t, st, "k", 0, first)
-	require.False(t, cas(t, st, "k", 0, s.small(99, "again")),
+	require.False(t, cas(t, st, "k", 0, s.small(99)),
 		"CompareAndSwap at version 0 on a key that has a state must report false")
 	requireState(t, first, 1, load(t, st, "k"),
 		"a CompareAndSwap at version 0 on an existing key must change nothing")
@@ -364,16 +373,14 @@ func (s *suite) noSharedAfterCAS(t *testing.T) {
 	want := FullState(base, s.c.keep())
 	mustCAS(t, st, "k", 0, next)
 	requireState(t, want, next.Version, next,
-		"CompareAndSwap must not change the caller's state (its slices included)")
+		"CompareAndSwap must not change the caller's state")
 	scrambleState(&next)
 	requireState(t, want, 1, load(t, st, "k"),
-		"changing a State (its slices included) after passing it to CompareAndSwap must not change the stored state")
+		"changing a State (Reserve, Complete) after passing it to CompareAndSwap must not change the stored state")
 
-	// The same through an update of an existing key.
-	next = FullState(base, s.c.keep())
-	next.Seq = 1000
-	want = FullState(base, s.c.keep())
-	want.Seq = 1000
+	// The same through an update of an existing key, to another state.
+	next = FullState(base.Add(time.Second), s.c.keep())
+	want = FullState(base.Add(time.Second), s.c.keep())
 	mustCAS(t, st, "k", 1, next)
 	scrambleState(&next)
 	requireState(t, want, 2, load(t, st, "k"),
@@ -389,12 +396,11 @@ func (s *suite) noSharedAfterLoad(t *testing.T) {
 	scrambleState(&a)
 	requireState(t, want, 1, b, "two Loads must not share memory: changing one changed the other")
 	requireState(t, want, 1, load(t, st, "k"),
-		"changing a State (its slices included) that Load returned must not change the stored state")
+		"changing a State (Reserve, Complete) that Load returned must not change the stored state")
 	// What Load returned is the caller's to keep: a later write must not
 	// reach it either.
 	c := load(t, st, "k")
-	next := FullState(base, s.c.keep())
-	next.Seq = 7
+	next := FullState(base.Add(time.Second), s.c.keep())
 	mustCAS(t, st, "k", 1, next)
 	requireState(t, want, 1, c, "a CompareAndSwap must not change a State that Load returned earlier")
 }
@@ -406,7 +412,7 @@ func (s *suite) keysIsolated(t *testing.T) {
 	// later would expire later than the one written.
 	written := make([]pace.State, len(keys))
 	for i, k := range keys {
-		written[i] = s.small(uint64(i+1), k)
+		written[i] = s.small(uint64(i + 1))
 		mustCAS(t, st, k, 0, written[i])
 	}
 	for i, k := range keys {
@@ -414,15 +420,15 @@ func (s *suite) keysIsolated(t *testing.T) {
 			"key %q must hold its own state, not another key's", k)
 	}
 	// Write one key again: only it changes.
-	mustCAS(t, st, "a", 1, s.small(100, "a again"))
-	mustCAS(t, st, "a", 2, s.small(101, "a again"))
+	mustCAS(t, st, "a", 1, s.small(100))
+	mustCAS(t, st, "a", 2, s.small(101))
 	for i, k := range keys[1:] {
 		requireState(t, written[i+1], 1, load(t, st, k),
 			"writing key %q must not change key %q", "a", k)
 	}
-	require.False(t, cas(t, st, "b", 3, s.small(1, "x")),
+	require.False(t, cas(t, st, "b", 3, s.small(1)),
 		"key \"b\" is at version 1 and key \"a\" at 3: a CompareAndSwap of \"b\" at version 3 must fail")
-	requireState(t, pace.State{}, 0, load(t, st, "c"), "a key never written must stay missing")
+	requireMissing(t, load(t, st, "c"), "a key never written must stay missing")
 }
 
 // oddKeyList returns keys a store must treat like any other: compared byte for
@@ -447,8 +453,8 @@ func (s *suite) oddKeys(t *testing.T) {
 	for i, k := range keys {
 		got, err := st.Load(context.Background(), k)
 		require.NoError(t, err, "Load(%q) must not fail", short(k))
-		require.Equal(t, pace.State{}, Normalize(got), "Load(%q) of a key never written must return the zero State", short(k))
-		written[i] = s.small(uint64(i+1), fmt.Sprintf("key %d", i))
+		requireMissing(t, got, "Load(%q) of a key never written must return the zero State", short(k))
+		written[i] = s.small(uint64(i + 1))
 		mustCAS(t, st, k, 0, written[i])
 	}
 	for i, k := range keys {
@@ -456,7 +462,7 @@ func (s *suite) oddKeys(t *testing.T) {
 			"key %q (key %d) must hold its own state: keys are byte strings, each distinct", short(k), i)
 	}
 	for i, k := range keys {
-		again := s.small(uint64(i+1000), fmt.Sprintf("key %d again", i))
+		again := s.small(uint64(i + 1000))
 		mustCAS(t, st, k, 1, again)
 		requireState(t, again, 2, load(t, st, k),
 			"key %q (key %d) must be replaceable at version 1", short(k), i)
@@ -486,16 +492,20 @@ func (s *suite) concurrentOneKey(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			for range each {
-				got, err := retryUpdate(context.Background(), st, "counter", func(p *pace.State) error {
-					p.Seq++
+				// f runs again when a swap fails: seq is the lease of
+				// the update that was stored.
+				var seq uint64
+				_, err := retryUpdate(context.Background(), st, "counter", func(p *pace.State) error {
+					n, err := bump(p)
+					seq = n
 					p.Expires = s.c.now().Add(s.c.keep())
-					return nil
+					return err
 				})
 				if err != nil {
 					errs[g] = err
 					return
 				}
-				seqs[g] = append(seqs[g], got.Seq)
+				seqs[g] = append(seqs[g], seq)
 			}
 		})
 	}
@@ -505,8 +515,8 @@ func (s *suite) concurrentOneKey(t *testing.T) {
 		require.NoError(t, err, "goroutine %d: pace.Update failed", g)
 	}
 	got := load(t, st, "counter")
-	require.Equal(t, uint64(goroutines*each), got.Seq,
-		"%d goroutines x %d pace.Update increments of Seq on one key must end at %d: "+
+	require.Equal(t, uint64(goroutines*each), granted(t, got),
+		"%d goroutines x %d pace.Updates that each reserve a lease on one key must leave a state that has granted %d: "+
 			"a CompareAndSwap that succeeded lost another's update", goroutines, each, goroutines*each)
 	require.Equal(t, uint64(goroutines*each), got.Version,
 		"after %d successful CompareAndSwaps from version 0 the version must be %d", goroutines*each, goroutines*each)
@@ -514,7 +524,7 @@ func (s *suite) concurrentOneKey(t *testing.T) {
 	for g := range seqs {
 		for _, n := range seqs[g] {
 			require.True(t, n >= 1 && n <= goroutines*each && !seen[n],
-				"pace.Update returned Seq %d twice, or out of range: two increments saw the same predecessor", n)
+				"two updates stored were granted lease %d (or it is out of range): they saw the same predecessor", n)
 			seen[n] = true
 		}
 	}
@@ -527,16 +537,17 @@ func (s *suite) concurrentManyKeys(t *testing.T) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for k := range keys {
+		// Each key starts from a state of its own: 1000, 2000, ... leases.
 		key := fmt.Sprintf("key-%d", k)
+		mustCAS(t, st, key, 0, s.small(uint64(1000*(k+1))))
 		for range perKey {
 			wg.Go(func() {
 				<-start
 				for range each {
 					_, err := retryUpdate(context.Background(), st, key, func(p *pace.State) error {
-						p.Seq++
-						p.PauseWhy = key
+						_, err := bump(p)
 						p.Expires = s.c.now().Add(s.c.keep())
-						return nil
+						return err
 					})
 					if err != nil {
 						failed.CompareAndSwap(nil, fmt.Errorf("%s: %w", key, err))
@@ -554,12 +565,13 @@ func (s *suite) concurrentManyKeys(t *testing.T) {
 	for k := range keys {
 		key := fmt.Sprintf("key-%d", k)
 		got := load(t, st, key)
-		require.Equal(t, key, got.PauseWhy, "key %q holds another key's state", key)
-		require.Equal(t, uint64(perKey*each), got.Seq,
-			"key %q: %d goroutines x %d increments must end at %d, whatever the other keys' writers do",
-			key, perKey, each, perKey*each)
-		require.Equal(t, uint64(perKey*each), got.Version,
-			"key %q: %d successful CompareAndSwaps from version 0 must end at version %d", key, perKey*each, perKey*each)
+		n := granted(t, got)
+		require.Equal(t, uint64(1000*(k+1)), n/1000*1000, "key %q holds another key's state", key)
+		require.Equal(t, uint64(1000*(k+1)+perKey*each), n,
+			"key %q: %d goroutines x %d updates must each add a lease to the %d it had, whatever the other keys' writers do",
+			key, perKey, each, 1000*(k+1))
+		require.Equal(t, uint64(1+perKey*each), got.Version,
+			"key %q: created, then %d successful CompareAndSwaps: it must be at version %d", key, perKey*each, 1+perKey*each)
 	}
 }
 
@@ -569,20 +581,20 @@ func (s *suite) updateError(t *testing.T) {
 	calls := 0
 	_, err := pace.Update(context.Background(), st, "new", func(p *pace.State) error {
 		calls++
-		p.Seq = 5
+		bump(p) //nolint:errcheck // f fails either way
 		p.Expires = s.c.now().Add(s.c.keep())
 		return errBoom
 	})
 	require.ErrorIs(t, err, errBoom, "pace.Update must return the error of f")
 	require.Equal(t, 1, calls, "pace.Update must not call f again after it failed")
-	requireState(t, pace.State{}, 0, load(t, st, "new"),
+	requireMissing(t, load(t, st, "new"),
 		"pace.Update must store nothing when f fails: the key must still be missing")
 
-	first := s.small(1, "first")
+	first := s.small(1)
 	mustCAS(t, st, "old", 0, first)
 	_, err = pace.Update(context.Background(), st, "old", func(p *pace.State) error {
-		p.Seq = 99
-		p.PauseWhy = "f failed"
+		bump(p) //nolint:errcheck // f fails either way
+		p.Expires = s.c.now().Add(2 * s.c.keep())
 		return errBoom
 	})
 	require.ErrorIs(t, err, errBoom, "pace.Update must return the error of f")
@@ -604,12 +616,14 @@ func (c *contended) CompareAndSwap(ctx context.Context, key string, version uint
 	bg := context.Background() // the other writer's context is not cancelled
 	cur, err := c.Store.Load(bg, key)
 	if err == nil {
-		var ok bool
-		ok, err = c.Store.CompareAndSwap(bg, key, cur.Version, pace.State{
-			Seq: cur.Seq + 1, PauseWhy: "other writer", Expires: c.now().Add(c.keep),
-		})
-		if err == nil && !ok {
-			err = fmt.Errorf("the other writer's CompareAndSwap at version %d, just loaded, failed", cur.Version)
+		next := cur.Clone()
+		if _, err = bump(&next); err == nil {
+			next.Expires = c.now().Add(c.keep)
+			var ok bool
+			ok, err = c.Store.CompareAndSwap(bg, key, cur.Version, next)
+			if err == nil && !ok {
+				err = fmt.Errorf("the other writer's CompareAndSwap at version %d, just loaded, failed", cur.Version)
+			}
 		}
 	}
 	if err != nil {
@@ -624,17 +638,17 @@ func (s *suite) updateCancelled(t *testing.T) {
 	st := s.store(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	exp := s.c.now().Add(s.c.keep())
+	marked := s.small(1000) // f's state
 	mark := func(p *pace.State) error {
-		p.Seq = 1000
-		p.PauseWhy = "f"
-		p.Expires = exp
+		v := p.Version
+		*p = marked.Clone()
+		p.Version = v
 		return nil
 	}
 
 	// Uncontended, with the context already cancelled: the store may do
 	// its work or fail with the context's error, not half of each.
-	mustCAS(t, st, "quiet", 0, s.small(1, "first"))
+	mustCAS(t, st, "quiet", 0, s.small(1))
 	before := load(t, st, "quiet")
 	_, err := pace.Update(ctx, st, "quiet", mark)
 	if err != nil {
@@ -643,7 +657,7 @@ func (s *suite) updateCancelled(t *testing.T) {
 		requireState(t, before, 1, load(t, st, "quiet"),
 			"pace.Update failed with the context's error, but stored f's state")
 	} else {
-		requireState(t, pace.State{Seq: 1000, PauseWhy: "f", Expires: exp}, 2, load(t, st, "quiet"),
+		requireState(t, marked, 2, load(t, st, "quiet"),
 			"pace.Update with a cancelled context succeeded, but did not store f's state")
 	}
 
@@ -659,8 +673,8 @@ func (s *suite) updateCancelled(t *testing.T) {
 		"pace.Update with a cancelled context on a contended key must give up with the context's error")
 	require.LessOrEqual(t, calls, 1, "pace.Update with a cancelled context must not try again after a failed CompareAndSwap")
 	got := load(t, st, "busy")
-	require.NotEqual(t, "f", got.PauseWhy, "pace.Update gave up but f's state was stored")
-	require.Equal(t, uint64(c.writes.Load()), got.Seq, "the other writer's updates must all be kept")
+	require.NotEqual(t, content(t, marked), content(t, got), "pace.Update gave up but f's state was stored")
+	require.Equal(t, uint64(c.writes.Load()), granted(t, got), "the other writer's updates must all be kept")
 
 	// Contended without a deadline: it gives up with ErrConflict, having
 	// stored nothing of f's.
@@ -671,8 +685,8 @@ func (s *suite) updateCancelled(t *testing.T) {
 	}
 	require.ErrorIs(t, err, pace.ErrConflict, "pace.Update on a key that always changes under it must give up with ErrConflict")
 	got = load(t, st, "busier")
-	require.NotEqual(t, "f", got.PauseWhy, "pace.Update gave up but f's state was stored")
-	require.Equal(t, uint64(c.writes.Load()), got.Seq, "the other writer's updates must all be kept")
+	require.NotEqual(t, content(t, marked), content(t, got), "pace.Update gave up but f's state was stored")
+	require.Equal(t, uint64(c.writes.Load()), granted(t, got), "the other writer's updates must all be kept")
 }
 
 func (s *suite) expiry(t *testing.T) {
@@ -682,11 +696,11 @@ func (s *suite) expiry(t *testing.T) {
 	mortal := FullState(base, s.c.ttl)
 	mortal.Expires = dies
 	lives := FullState(base, s.c.keep())
-	renewed := s.small(7, "renewed")
+	renewed := s.small(7)
 
 	mustCAS(t, st, "mortal", 0, mortal)
 	mustCAS(t, st, "lives", 0, lives)
-	mustCAS(t, st, "renewed", 0, pace.State{Seq: 6, Expires: dies})
+	mustCAS(t, st, "renewed", 0, counter(6, dies))
 	mustCAS(t, st, "renewed", 1, renewed)
 	got := load(t, st, "mortal")
 	if s.c.now().Before(dies) {
@@ -704,7 +718,7 @@ func (s *suite) expiry(t *testing.T) {
 		step := min(max(s.c.ttl/10, time.Millisecond), 50*time.Millisecond)
 		for {
 			got = load(t, st, "mortal")
-			if !s.c.now().Before(dies) && reflect.DeepEqual(pace.State{Version: got.Version}, Normalize(got)) {
+			if !s.c.now().Before(dies) && isForgotten(got) {
 				break
 			}
 			if s.c.now().After(deadline) {
@@ -719,7 +733,7 @@ func (s *suite) expiry(t *testing.T) {
 			"a state whose Expires has passed must be forgotten: Load must return a State with nothing in it but its Version")
 		require.Contains(t, []uint64{0, 1}, got.Version,
 			"a forgotten key's version must be 0, or the version it last had (1)")
-		again := s.small(3, "again")
+		again := s.small(3)
 		require.True(t, cas(t, st, "mortal", got.Version, again),
 			"CompareAndSwap at the version that Load returned for a forgotten key (%d) must write it anew", got.Version)
 		requireState(t, again, got.Version+1, load(t, st, "mortal"), "a forgotten key written anew must hold its new state")
@@ -732,173 +746,4 @@ func (s *suite) expiry(t *testing.T) {
 			"a key written again with a later Expires before its first Expires passed must be kept: "+
 				"each CompareAndSwap sets the key's Expires")
 	})
-}
-
-// FullState returns a State with every field set, down to every field of every
-// element of its slices, its instants around base and with nanoseconds, in
-// assorted locations; its Expires is base+life. Its Version is set too,
-// which CompareAndSwap must ignore.
-func FullState(base time.Time, life time.Duration) pace.State {
-	east := time.FixedZone("east", 5*3600+1800)
-	west := time.FixedZone("west", -7*3600)
-	at := func(d time.Duration, loc *time.Location) time.Time {
-		t := base.Add(d + 123456789*time.Nanosecond)
-		if loc != nil {
-			t = t.In(loc)
-		}
-		return t
-	}
-	lease := func(seq uint64) pace.Lease {
-		return pace.Lease{
-			Seq:     seq,
-			Spent:   []pace.Amount{{Unit: ratelimit.UnitTokens, N: int64(seq) * 100}, {Unit: "points", N: -3}},
-			Cost:    []pace.Amount{{Unit: ratelimit.UnitTokens, N: 100}},
-			At:      at(-time.Duration(seq)*time.Millisecond-1, nil),
-			Expires: at(time.Minute+time.Duration(seq), east),
-			Bucket:  "core",
-			Route:   "GET /repos/{owner}/{repo}/issues?q=ü",
-			Probe:   true,
-			Quotas:  []int{1, 2},
-		}
-	}
-	policy := func(name string, model pace.Model) pace.Policy {
-		return pace.Policy{
-			Bucket:       "core",
-			Name:         name,
-			Unit:         ratelimit.UnitRequests,
-			Limit:        5000,
-			Window:       time.Hour + 7,
-			Remaining:    4321,
-			BaseSpent:    678,
-			BaseAt:       at(-2*time.Second, west),
-			ResetAt:      at(30*time.Minute, east),
-			Model:        model,
-			Refill:       1.3888888888888888,
-			Period:       time.Hour - 3,
-			RefillCap:    2.7777777777777777,
-			RefutedAt:    at(-5*time.Second, east),
-			Guessed:      true,
-			GuessRefuted: true,
-			NoWindow:     true,
-			LateReset:    at(3*time.Second, east),
-			Rolled:       at(-30*time.Minute, nil),
-			Settled:      true,
-			DateReset:    at(30*time.Minute+time.Second, time.UTC),
-			RolledDate:   at(-30*time.Minute-time.Second, west),
-			DateTrusted:  true,
-			Misses:       2,
-			Unaligned:    true,
-			AnchorAt:     at(-time.Second-1, nil),
-			AnchorLevel:  4999.000000001,
-			Foreign:      0.1 + 0.2,
-			BaseR:        4322,
-		}
-	}
-	return pace.State{
-		Version:    99,
-		Expires:    base.Add(life + 987654321*time.Nanosecond).In(east),
-		Seq:        41,
-		Spent:      []pace.BucketSpent{{Bucket: "core", Amounts: []pace.Amount{{Unit: ratelimit.UnitRequests, N: 41}, {Unit: ratelimit.UnitTokens, N: 4100}}}, {Bucket: "search", Amounts: []pace.Amount{{Unit: "points", N: -3}}}},
-		Answered:   true,
-		Leases:     []pace.Lease{lease(40), lease(41)},
-		Policies:   []pace.Policy{policy("burst", pace.ModelRefill), policy("hourly", pace.ModelWindow)},
-		PauseUntil: at(3*time.Second, east),
-		PauseWhy:   `Retry-After: 3 (429 "Too Many Requests" <from> the server & ключ)`,
-		ProbeAfter: at(2*time.Second+1, west),
-		Adaptive: pace.Adaptive{
-			Cut:       at(900*time.Millisecond, west),
-			On:        true,
-			Max:       12.345678901234567,
-			Throttled: at(-5*time.Second, nil),
-			Tokens:    0.7499999999999999,
-			Filled:    at(-time.Millisecond, east),
-			Measured:  8.25,
-			Count:     17,
-			Since:     at(-400*time.Millisecond, west),
-			Accepted:  1234,
-			First:     at(-time.Hour, time.UTC),
-			Streak:    3,
-			Backed:    at(-2*time.Second, west),
-		},
-		Quotas: []pace.QuotaState{
-			{Sends: []time.Time{at(-3*time.Second, nil), at(-2*time.Second, east), at(-1, west)}, Tokens: 1.5, Filled: at(-1, nil)},
-			{Sends: []time.Time{at(-10*time.Second, west)}, Tokens: 1e-9, Filled: at(-10*time.Second, time.UTC)},
-		},
-		Routes: []pace.Route{{Route: "GET /a", Bucket: "core"}, {Route: "POST /b/{id}", Bucket: "search:1"}},
-		Clock:  pace.Offset{Lo: -3*time.Millisecond - 1, Hi: 5*time.Millisecond + 1, Known: true},
-		RTT:    87*time.Millisecond + 3,
-	}
-}
-
-var timeType = reflect.TypeFor[time.Time]()
-
-// Normalize returns a deep copy of s in the form the suite compares: every
-// instant in UTC without its monotonic clock reading, and every empty slice
-// nil. Two states a store must treat as the same normalize to equal values.
-func Normalize(s pace.State) pace.State {
-	v := reflect.ValueOf(&s).Elem()
-	normalize(v)
-	return s
-}
-
-func normalize(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Struct:
-		if v.Type() == timeType {
-			v.Set(reflect.ValueOf(v.Interface().(time.Time).UTC()))
-			return
-		}
-		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
-				normalize(f)
-			}
-		}
-	case reflect.Slice:
-		if v.Len() == 0 {
-			v.SetZero()
-			return
-		}
-		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-		reflect.Copy(c, v)
-		v.Set(c)
-		for i := range c.Len() {
-			normalize(c.Index(i))
-		}
-	}
-}
-
-// scrambleState changes every field of *s in place, down to every element of
-// its slices (through their shared backing arrays), so that a store that
-// kept any of the caller's memory shows it.
-func scrambleState(s *pace.State) {
-	scramble(reflect.ValueOf(s).Elem())
-}
-
-func scramble(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Struct:
-		if v.Type() == timeType {
-			v.Set(reflect.ValueOf(v.Interface().(time.Time).Add(time.Hour + 1)))
-			return
-		}
-		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
-				scramble(f)
-			}
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			scramble(v.Index(i))
-		}
-	case reflect.Bool:
-		v.SetBool(!v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(v.Int() + 1)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(v.Uint() + 1)
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(v.Float() + 1)
-	case reflect.String:
-		v.SetString(v.String() + "~")
-	}
 }

@@ -2,10 +2,8 @@ package pacetest
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
-	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -32,30 +30,30 @@ func newFakeClock() *fakeClock {
 func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// jsonStore keeps each state JSON-encoded, as a store on a server would,
-// and forgets a key once its Expires has passed, as Redis does: a
-// forgotten key is gone (version 0). broken names a defect to build in,
-// for the suite to find.
-type jsonStore struct {
+// bytesStore keeps each state as MarshalBinary's bytes, as a store on a
+// server would, and forgets a key once its Expires has passed, as Redis
+// does: a forgotten key is gone (version 0). broken names a defect to
+// build in, for the suite to find.
+type bytesStore struct {
 	now    func() time.Time
 	broken string
 
 	mu   sync.Mutex
-	keys map[string]*jsonEntry
+	keys map[string]*bytesEntry
 }
 
-type jsonEntry struct {
+type bytesEntry struct {
 	data    []byte
 	state   pace.State // "aliases": the caller's value, kept as it is
 	version uint64
 	expires time.Time
 }
 
-func newJSONStore(now func() time.Time, broken string) *jsonStore {
-	return &jsonStore{now: now, broken: broken, keys: map[string]*jsonEntry{}}
+func newBytesStore(now func() time.Time, broken string) *bytesStore {
+	return &bytesStore{now: now, broken: broken, keys: map[string]*bytesEntry{}}
 }
 
-func (j *jsonStore) key(k string) string {
+func (j *bytesStore) key(k string) string {
 	if j.broken == "truncates keys" && len(k) > 64 {
 		return k[:64]
 	}
@@ -63,7 +61,7 @@ func (j *jsonStore) key(k string) string {
 }
 
 // entry returns k's entry, forgetting it if it has expired. j.mu is held.
-func (j *jsonStore) entry(k string) *jsonEntry {
+func (j *bytesStore) entry(k string) *bytesEntry {
 	e := j.keys[k]
 	if e != nil && j.broken != "never forgets" && !j.now().Before(e.expires) {
 		delete(j.keys, k)
@@ -72,13 +70,13 @@ func (j *jsonStore) entry(k string) *jsonEntry {
 	return e
 }
 
-func (j *jsonStore) Load(_ context.Context, k string) (pace.State, error) {
+func (j *bytesStore) Load(_ context.Context, k string) (pace.State, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e := j.entry(j.key(k))
 	if e == nil {
 		if j.broken == "load creates" {
-			j.keys[j.key(k)] = &jsonEntry{data: []byte("{}"), version: 1, expires: j.now().Add(time.Hour)}
+			j.keys[j.key(k)] = &bytesEntry{data: emptyContent, version: 1, expires: j.now().Add(time.Hour)}
 			return pace.State{Version: 1}, nil
 		}
 		return pace.State{}, nil
@@ -86,15 +84,16 @@ func (j *jsonStore) Load(_ context.Context, k string) (pace.State, error) {
 	if j.broken == "aliases" {
 		return e.state, nil
 	}
-	var s pace.State
-	if err := json.Unmarshal(e.data, &s); err != nil {
-		return pace.State{}, err
+	s := pace.State{Version: e.version, Expires: e.expires}
+	if err := s.UnmarshalBinary(e.data); err != nil {
+		// Unreadable: a fresh state at the key's version, as redisstore
+		// reads one.
+		return pace.State{Version: e.version}, nil
 	}
-	s.Version = e.version
 	return s, nil
 }
 
-func (j *jsonStore) CompareAndSwap(_ context.Context, k string, version uint64, next pace.State) (bool, error) {
+func (j *bytesStore) CompareAndSwap(_ context.Context, k string, version uint64, next pace.State) (bool, error) {
 	j.mu.Lock()
 	e := j.entry(j.key(k))
 	cur := uint64(0)
@@ -114,11 +113,13 @@ func (j *jsonStore) CompareAndSwap(_ context.Context, k string, version uint64, 
 	defer j.mu.Unlock()
 	if j.broken == "drops nanoseconds" {
 		next.Expires = next.Expires.Truncate(time.Millisecond)
-		next.PauseUntil = next.PauseUntil.Truncate(time.Millisecond)
 	}
-	data, err := json.Marshal(next)
+	data, err := next.MarshalBinary()
 	if err != nil {
 		return false, err
+	}
+	if j.broken == "truncates values" && len(data) > 64 {
+		data = data[:64]
 	}
 	expires := next.Expires
 	if e != nil && j.broken == "expiry set on create only" {
@@ -130,13 +131,13 @@ func (j *jsonStore) CompareAndSwap(_ context.Context, k string, version uint64, 
 		}
 	}
 	next.Version = cur + 1
-	j.keys[j.key(k)] = &jsonEntry{data: data, state: next, version: cur + 1, expires: expires}
+	j.keys[j.key(k)] = &bytesEntry{data: data, state: next, version: cur + 1, expires: expires}
 	return true, nil
 }
 
 func TestJSONStore(t *testing.T) {
 	c := newFakeClock()
-	TestStore(t, func(*testing.T) pace.Store { return newJSONStore(c.Now, "") }, WithClock(c.Now, c.Advance))
+	TestStore(t, func(*testing.T) pace.Store { return newBytesStore(c.Now, "") }, WithClock(c.Now, c.Advance))
 }
 
 // TestJSONStoreMovingClock runs the suite on a clock that moves a
@@ -149,7 +150,7 @@ func TestJSONStoreMovingClock(t *testing.T) {
 		c.Advance(time.Millisecond)
 		return c.Now()
 	}
-	TestStore(t, func(*testing.T) pace.Store { return newJSONStore(c.Now, "") }, WithClock(now, c.Advance))
+	TestStore(t, func(*testing.T) pace.Store { return newBytesStore(c.Now, "") }, WithClock(now, c.Advance))
 }
 
 // TestRealTime runs the suite as it runs for a store on real time (no
@@ -159,7 +160,7 @@ func TestRealTime(t *testing.T) {
 	var slept atomic.Int64
 	sleep = func(d time.Duration) { slept.Add(int64(d)); c.Advance(d) }
 	t.Cleanup(func() { sleep = time.Sleep })
-	TestStore(t, func(*testing.T) pace.Store { return newJSONStore(c.Now, "") },
+	TestStore(t, func(*testing.T) pace.Store { return newBytesStore(c.Now, "") },
 		WithClock(c.Now, nil), WithExpiry(100*time.Millisecond, time.Second))
 	require.Positive(t, slept.Load(), "the suite must wait for expiry when it cannot advance the clock")
 	require.Less(t, time.Duration(slept.Load()), 200*time.Millisecond,
@@ -179,6 +180,7 @@ func TestBrokenStores(t *testing.T) {
 		"load creates":              {"LoadMissing"},
 		"truncates keys":            {"OddKeys"},
 		"drops nanoseconds":         {"CreateRoundTrip"},
+		"truncates values":          {"CreateRoundTrip", "NoSharedMemoryAfterLoad", "Expiry"},
 		"never forgets":             {"Expiry/Forgotten"},
 		"expiry set on create only": {"Expiry/Renewed"},
 		"never forgets, real time":  {"Expiry/Forgotten"},
@@ -213,88 +215,87 @@ func TestBrokenStoreChild(t *testing.T) {
 		sleep = func(d time.Duration) { c.Advance(d) }
 		opts = []Option{WithClock(c.Now, nil)}
 	}
-	TestStore(t, func(*testing.T) pace.Store { return newJSONStore(c.Now, broken) }, opts...)
+	TestStore(t, func(*testing.T) pace.Store { return newBytesStore(c.Now, broken) }, opts...)
 }
 
-// requireAllSet fails t if a field of v, or of an element of one of its
-// slices, is zero, naming the field.
-func requireAllSet(t *testing.T, v reflect.Value, path string) {
-	t.Helper()
-	switch {
-	case v.Type() == timeType:
-		require.False(t, v.Interface().(time.Time).IsZero(), "FullState leaves %s zero", path)
-	case v.Kind() == reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				requireAllSet(t, v.Field(i), path+"."+v.Type().Field(i).Name)
-			}
-		}
-	case v.Kind() == reflect.Slice:
-		require.Positive(t, v.Len(), "FullState leaves %s empty", path)
-		for i := range v.Len() {
-			requireAllSet(t, v.Index(i), path+"[i]")
-		}
-	default:
-		require.False(t, v.IsZero(), "FullState leaves %s zero: a store that drops it would pass", path)
-	}
-}
-
-// TestFullStateSetsEveryField keeps FullState complete as State grows.
-func TestFullStateSetsEveryField(t *testing.T) {
-	requireAllSet(t, reflect.ValueOf(FullState(time.Now(), time.Hour)), "State")
-}
-
-// TestFullStateJSON: a State written as JSON and read back normalizes to
-// what was written, though its instants change location.
-func TestFullStateJSON(t *testing.T) {
-	want := FullState(time.Now(), time.Hour)
-	data, err := json.Marshal(want)
-	require.NoError(t, err)
-	var got pace.State
-	require.NoError(t, json.Unmarshal(data, &got))
-	require.NotEqual(t, want, got, "FullState's instants must carry monotonic readings and locations that JSON drops")
-	require.Equal(t, Normalize(want), Normalize(got))
-}
-
-func TestNormalize(t *testing.T) {
-	now := time.Now() // with a monotonic reading
-	s := pace.State{
-		Expires: now.In(time.FixedZone("x", 3600)),
-		Spent:   []pace.BucketSpent{},
-		Quotas:  []pace.QuotaState{{Sends: []time.Time{now}}, {Sends: []time.Time{}}},
-	}
-	n := Normalize(s)
-	require.Equal(t, pace.State{
-		Expires: now.Round(0).UTC(),
-		Quotas:  []pace.QuotaState{{Sends: []time.Time{now.Round(0).UTC()}}, {}},
-	}, n)
-	n.Quotas[0].Sends[0] = time.Time{}
-	require.Equal(t, now, s.Quotas[0].Sends[0], "Normalize must copy, not change its argument")
-}
-
-func TestScrambleChangesEveryField(t *testing.T) {
-	base := time.Now()
+// TestFullState: FullState is a busy key's state, the same for the same
+// base and life, and another for another base.
+func TestFullState(t *testing.T) {
+	base := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	s := FullState(base, time.Hour)
-	scrambleState(&s)
-	want, got := reflect.ValueOf(FullState(base, time.Hour)), reflect.ValueOf(s)
-	var walk func(w, g reflect.Value, path string)
-	walk = func(w, g reflect.Value, path string) {
-		switch {
-		case w.Type() == timeType:
-			require.False(t, w.Interface().(time.Time).Equal(g.Interface().(time.Time)), "%s unchanged", path)
-		case w.Kind() == reflect.Struct:
-			for i := range w.NumField() {
-				walk(w.Field(i), g.Field(i), path+"."+w.Type().Field(i).Name)
-			}
-		case w.Kind() == reflect.Slice:
-			for i := range w.Len() {
-				walk(w.Index(i), g.Index(i), path+"[i]")
-			}
-		default:
-			require.NotEqual(t, w.Interface(), g.Interface(), "%s unchanged", path)
-		}
+	require.Equal(t, uint64(99), s.Version)
+	require.True(t, s.Expires.Equal(base.Add(time.Hour+987654321)), "Expires is base+life and a fraction")
+	require.NotEqual(t, base.Location(), s.Expires.Location(), "Expires is in another location than base")
+	data := content(t, s)
+	require.Greater(t, len(data), 400, "FullState holds policies, leases, quotas, routes")
+	require.Equal(t, data, content(t, FullState(base.In(time.FixedZone("x", 3600)), time.Hour)),
+		"the same base, wherever it is, gives the same state")
+	require.NotEqual(t, data, content(t, FullState(base.Add(time.Second), time.Hour)))
+
+	// What it holds shows in what it decides.
+	c := s.Clone()
+	d := c.Reserve(base, pace.Request{Route: "GET /search/code"}, fullConfig)
+	require.False(t, d.OK)
+	require.Equal(t, pace.WhyPaused, d.Why, "the search resource is paused: %v", d.Detail)
+	require.True(t, d.At.Equal(base.Add(2*time.Second)) || d.At.After(base.Add(time.Second)),
+		"the pause ends about 2s after base: %v", d.At.Sub(base))
+	c = s.Clone()
+	d = c.Reserve(base.Add(5*time.Second), pace.Request{Route: "GET /items/0", Quotas: []int{1}}, fullConfig)
+	if d.OK {
+		require.Greater(t, d.Lease.Seq(), uint64(40), "FullState granted leases: %d", d.Lease.Seq())
 	}
-	walk(want, got, "State")
+
+	// Built again, it is the same value, down to its encoding.
+	var back pace.State
+	require.NoError(t, back.UnmarshalBinary(data))
+	require.Equal(t, data, content(t, back))
+}
+
+// TestScrambleReachesSharedMemory: scrambleState changes a State's slices
+// in place, so that a store that kept them (a shallow copy) shows it.
+func TestScrambleReachesSharedMemory(t *testing.T) {
+	base := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	s := FullState(base, time.Hour)
+	want := content(t, s)
+	shallow := s // shares s's slices, as a store that kept the caller's value would
+	scrambleState(&s)
+	require.NotEqual(t, want, content(t, s), "scrambleState must change the state")
+	require.NotEqual(t, want, content(t, shallow),
+		"scrambleState must change the state's slices where they lie, not only replace them")
+	require.Equal(t, uint64(99), s.Version, "scrambleState keeps the Version")
+}
+
+// TestCounters: counter's states differ by the leases they granted, which
+// granted reads; bump adds one.
+func TestCounters(t *testing.T) {
+	exp := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, n := range []uint64{0, 1, 7, 1000} {
+		s := counter(n, exp)
+		require.Equal(t, n, granted(t, s))
+		require.Equal(t, n, granted(t, s), "granted does not change its argument")
+		require.True(t, s.Expires.Equal(exp))
+		seq, err := bump(&s)
+		require.NoError(t, err)
+		require.Equal(t, n+1, seq)
+		require.Equal(t, n+1, granted(t, s))
+	}
+	require.NotEqual(t, content(t, counter(1, exp)), content(t, counter(2, exp)))
+}
+
+func TestSameState(t *testing.T) {
+	exp := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	a := counter(3, exp)
+	require.Empty(t, sameState(a, 0, a))
+	b := a
+	b.Expires = exp.In(time.FixedZone("x", 3600))
+	require.Empty(t, sameState(a, 0, b), "the same instant in another location")
+	b.Expires = exp.Add(1)
+	require.Contains(t, sameState(a, 0, b), "Expires")
+	require.Contains(t, sameState(a, 1, a), "Version")
+	require.Contains(t, sameState(a, 0, counter(4, exp)), "content")
+	require.True(t, isForgotten(pace.State{Version: 4}))
+	require.False(t, isForgotten(counter(1, time.Time{})))
+	require.False(t, isForgotten(pace.State{Expires: exp}))
 }
 
 func TestOddKeysDistinct(t *testing.T) {
