@@ -165,6 +165,7 @@ func (k *keyState) clone() keyState {
 	for i := range c.policies {
 		p := &c.policies[i]
 		p.own, p.logF, p.ctrF = p.own.clone(), p.logF.clone(), p.ctrF.clone()
+		p.anchors = slices.Clone(p.anchors)
 	}
 	c.quotas = slices.Clone(k.quotas)
 	for i := range c.quotas {
