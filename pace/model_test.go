@@ -1,0 +1,199 @@
+package pace
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/ratelimit"
+	"github.com/headway-go/headway/ratelimittest"
+)
+
+// server is a ratelimittest handler on a manual clock that a story sends
+// its requests to: the server counts a request when the story says it
+// arrives, and its answer is delivered when the story says it is back.
+type server struct {
+	clock *ratelimittest.ManualClock
+	h     *ratelimittest.Handler
+	// pending holds the responses on their way back, by lease name.
+	pending map[string]served
+}
+
+// served is a response the server wrote.
+type served struct {
+	status int
+	h      http.Header
+	date   time.Time
+}
+
+func newServer(t *testing.T, opts ...ratelimittest.Option) *server {
+	t.Helper()
+	clock := ratelimittest.NewManualClock(t0)
+	h, err := ratelimittest.NewHandler(nil, append([]ratelimittest.Option{ratelimittest.WithClock(clock)}, opts...)...)
+	require.NoError(t, err)
+	return &server{clock: clock, h: h, pending: map[string]served{}}
+}
+
+// serve counts a request at t and returns the server's response.
+func (s *server) serve(t time.Time) served {
+	s.clock.Set(t)
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	date, _ := ratelimit.ParseDate(rec.Header().Get("Date"))
+	return served{status: rec.Code, h: rec.Header(), date: date}
+}
+
+// exchange sends a request named name as soon as the story's state grants
+// it, asking from t0+from, the server counting it half a round trip later
+// and its answer coming back a round trip later; it returns when it was
+// sent and the server's status. firstOK says whether it went first.
+func (y *story) exchange(srv *server, from time.Duration, name string, rtt time.Duration) (time.Duration, int) {
+	y.t.Helper()
+	at := y.firstGrant(from, Request{})
+	y.play(goesAny(at, name))
+	r := srv.serve(t0.Add(at + rtt/2))
+	y.st.Complete(t0.Add(at+rtt), y.leases[name], y.answer(t0.Add(at+rtt), r.status, r.h, r.date), y.cfg)
+	return at, r.status
+}
+
+// ---------------------------------------------------------------------------
+// Fixed windows.
+
+// TestFixedWindow guards a fixed window of whole seconds on the server's
+// clock (IETF q=10;w=1, answers with a Date): spent, the quota comes back
+// at the window's end, as the reset read against the Date says (the aligned
+// second): the first request admitted after the spend goes within a few ms
+// of it (before it, at most one probe is refused while the model tells
+// the window from a bucket that the first answers fit as well), and the
+// first answer after it, 9 left, lets the rest of the window go at once.
+func TestFixedWindow(t *testing.T) {
+	srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}),
+		ratelimittest.WithDialect(ratelimittest.IETF))
+	y := newStory(t, nil)
+	rtt := ms(10)
+	// Mid-second: the window ends at +1s; the reset (t=1, whole seconds
+	// rounded up) says somewhere in (+0.3s, +1.31s].
+	at, status := y.exchange(srv, ms(300), "a", rtt)
+	require.Equal(t, ms(300), at)
+	require.Equal(t, 200, status)
+	for i := range 9 {
+		y.play(goes(ms(310), fmt.Sprint("w", i)))
+	}
+	for i := range 9 {
+		r := srv.serve(t0.Add(ms(315)))
+		require.Equal(t, 200, r.status)
+		y.st.Complete(t0.Add(ms(320)), y.leases[fmt.Sprint("w", i)], y.answer(t0.Add(ms(320)), r.status, r.h, r.date), nil)
+	}
+	refused := 0
+	from := ms(320)
+	for {
+		at, status = y.exchange(srv, from, "b", rtt)
+		if status == 200 {
+			break
+		}
+		refused++
+		t.Logf("sent at +%v: refused", at)
+		require.LessOrEqual(t, refused, 1, "refused")
+		from = at + rtt
+	}
+	t.Logf("the first admitted after the spend went at +%v", at)
+	require.GreaterOrEqual(t, at, sec(1)-rtt/2, "it reached the server before the window ended")
+	require.LessOrEqual(t, at, sec(1)+ms(5), "it went later than the aligned second")
+	// b's answer said 9 left: the rest of the window at once.
+	require.Equal(t, 9, y.grantsAt(at+rtt), y.describe(t0.Add(at+rtt)))
+}
+
+// TestFixedWindowAgainstServer guards the same against ratelimittest's fixed
+// window over a minute: after the first windows, each window's quota is
+// spent without a refusal, and its first request goes within a few ms of
+// the window's start, in every window (the window's phase must not creep).
+func TestFixedWindowAgainstServer(t *testing.T) {
+	e := emulate(t, emu{
+		opts:    []ratelimittest.Option{ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}), ratelimittest.WithDialect(ratelimittest.IETF)},
+		workers: 16, latency: 20 * time.Millisecond, span: 60 * time.Second,
+		start: t0.Add(ms(370)),
+	})
+	t.Logf("%d sends, %d refused, waits %v", len(e.sends), len(e.refused), e.whys)
+	require.LessOrEqual(t, len(e.refused), 1, "refused: %v", e.refused)
+	// Windows [k-0.37s, k+0.63s) of the run's time: the server's seconds.
+	for k := 3; k < 59; k++ {
+		from := sec(k) - ms(370) - ms(10) // sent 10 ms before, it lands in the window
+		n := e.sentIn(from, from+sec(1))
+		require.Equalf(t, 10, n, "window %d: %d sent", k, n)
+		first := time.Duration(-1)
+		for _, s := range e.sends {
+			if s >= from {
+				first = s
+				break
+			}
+		}
+		require.LessOrEqualf(t, first-from, ms(15), "window %d: its first request went at +%v", k, first-from)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Sliding logs.
+
+// TestSlidingLog guards a sliding log (each unit returns one window after
+// it was counted; remaining = limit - units in the last W, reset = newest +
+// W): once the model has learnt it (a few refusals at most, probing the
+// other candidates), a request waits until the client's own oldest
+// admission in the window ages out, W after it was counted, not until the
+// reset (W after the newest).
+func TestSlidingLog(t *testing.T) {
+	const w = 10 * time.Second
+	tests := []struct {
+		name   string
+		period time.Duration // the client asks this often, or at the answer before
+		learnt int           // from the learnt-th admission on, the model knows
+	}{
+		// A little slower than 3 per 10 s: every answer says 0 left,
+		// resetting 10 s later, yet the next request may go 3.4 s
+		// later, when the oldest of the three has returned.
+		{"a client asking every 3.4s", ms(3400), 6},
+		// A little faster: the requests wait for their oldest; while
+		// the model learns they bunch, and then stay bunched.
+		{"a client asking every 3s", sec(3), 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 3, Window: w}),
+				ratelimittest.WithDialect(ratelimittest.IETF))
+			y := newStory(t, nil)
+			rtt := ms(20)
+			var sent []time.Duration // the admitted ones
+			refused := 0
+			for i := 0; len(sent) < 40; i++ {
+				ask := time.Duration(len(sent)) * tt.period
+				if n := len(sent); n > 0 {
+					ask = max(ask, sent[n-1]+rtt)
+				}
+				at, status := y.exchange(srv, ask, fmt.Sprint("r", i), rtt)
+				if status != 200 {
+					refused++
+					t.Logf("asked at +%v, sent at +%v: refused", ask, at)
+					require.LessOrEqual(t, refused, 3, "refused")
+					continue
+				}
+				n := len(sent)
+				if n < 3 {
+					require.Equal(t, ask, at, "room in the log")
+					sent = append(sent, at)
+					continue
+				}
+				returns := sent[n-3] + w
+				t.Logf("r%d asked at +%v, sent at +%v (its oldest in the window + W: +%v)", n, ask, at, returns)
+				require.GreaterOrEqualf(t, at, returns-rtt/2, "r%d would arrive before r%d returns", n, n-3)
+				if n >= tt.learnt {
+					// It goes when its oldest returns, or when it asks.
+					require.LessOrEqualf(t, at, max(returns, ask)+ms(10), "r%d waits for more than its oldest in the window", n)
+				}
+				sent = append(sent, at)
+			}
+		})
+	}
+}
