@@ -17,16 +17,21 @@
 // string:
 //
 //	headway:pace:{9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}
-//	  = "42:1767225600123:{...the state as JSON...}"    PX until the state's Expires
+//	  = "42:1767225600123:1767225660123456789:\xb1..."    PX until the state's Expires
 //
 // The Redis key is a prefix (WithPrefix, default "headway:pace:") and the
 // hex SHA-256 of the pacing key, never the key itself: a key may be an API
 // key, or a URL with a token in it, and neither belongs in Redis or in its
 // logs. The hash is a Redis Cluster hash tag ({...}), so everything about one
 // pacing key lives in one slot. The value is the state's version, when it
-// was written (Unix milliseconds), and the state as JSON, readable with
-// redis-cli GET. (A state that JSON cannot hold, with a float that is not
-// finite, is written with encoding/gob instead.)
+// was written (Unix milliseconds), and its Expires (Unix nanoseconds), in
+// decimal as redis-cli GET shows them, then the state itself in pace's
+// compact binary form (pace.State.MarshalBinary: a format byte, then
+// varints; a state of a few policies takes a few hundred bytes to a few
+// kilobytes), which holds no route or path, only their hashes. A value
+// this version cannot read (another format, the JSON of earlier versions,
+// garbage) is taken as its version with a fresh state, which the next
+// update replaces: the key starts afresh, and learns again.
 //
 // Load is one GET. CompareAndSwap is one Lua script: it reads the version
 // in front and, only if it is the one the caller loaded, SETs the new state

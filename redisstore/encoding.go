@@ -1,10 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
-	"encoding/gob"
-	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +10,12 @@ import (
 	"github.com/headway-go/headway/pace"
 )
 
-// A state is stored as its version in decimal, a colon, when it was written
-// (Unix milliseconds, by the writer's clock), a colon, and the state: JSON
-// ('{'), or, for a state JSON cannot hold (a float that is not finite), 'g'
-// and the state in encoding/gob. The version field inside is zero; the one
-// in front is the state's.
+// A state is stored as its version in decimal, a colon, when it was
+// written (Unix milliseconds, by the writer's clock), a colon, its Expires
+// (Unix nanoseconds, 0 for none), a colon, and its content as
+// pace.State.MarshalBinary encodes it: bytes, not text (their first is the
+// format, 0xB1 today), and nothing of a route but its hash. The encoding
+// holds neither the version nor Expires: they are the fields in front.
 //
 // casScript compares the version in front (a missing or unreadable value
 // has version 0) with ARGV[1] and, if they are equal, sets the key to
@@ -50,59 +47,66 @@ return 0
 const maxVersionDigits = 20
 
 // encode returns what is stored for st at version, written at written.
-func encode(version uint64, written time.Time, st pace.State) (string, error) {
-	st.Version = 0
-	var b bytes.Buffer
-	b.WriteString(strconv.FormatUint(version, 10))
-	b.WriteByte(':')
-	b.WriteString(strconv.FormatInt(max(written.UnixMilli(), 0), 10))
-	b.WriteByte(':')
-	j, err := json.Marshal(st)
-	if err == nil {
-		b.Write(j)
-		return b.String(), nil
+func encode(version uint64, written time.Time, st pace.State) ([]byte, error) {
+	b := make([]byte, 0, 64+512)
+	b = strconv.AppendUint(b, version, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, max(written.UnixMilli(), 0), 10)
+	b = append(b, ':')
+	var exp int64
+	if !st.Expires.IsZero() {
+		exp = st.Expires.UnixNano()
 	}
-	if _, ok := errors.AsType[*json.UnsupportedValueError](err); !ok {
-		return "", &encodeError{err}
+	b = strconv.AppendInt(b, exp, 10)
+	b = append(b, ':')
+	b, err := st.AppendBinary(b)
+	if err != nil {
+		return nil, &encodeError{err}
 	}
-	b.WriteByte('g')
-	if err := gob.NewEncoder(&b).Encode(&st); err != nil {
-		return "", &encodeError{err}
-	}
-	return b.String(), nil
+	return b, nil
 }
 
 // decode returns the state stored as val, and whether val was readable.
 // An unreadable version reads as version 0 (as casScript reads it); an
-// unreadable state, as a state with nothing but its version, which the
-// next swap replaces.
+// unreadable state (garbage, a format this version of pace does not know,
+// the JSON that redisstore wrote before states were opaque), as a state
+// with nothing but its version, which the next swap replaces.
 func decode(val string) (pace.State, bool) {
 	if val == "" {
 		return pace.State{}, true
 	}
 	digits, rest, ok := strings.Cut(val, ":")
-	if !ok || digits == "" || len(digits) > maxVersionDigits || strings.Trim(digits, "0123456789") != "" {
+	if !ok || !isDigits(digits) || len(digits) > maxVersionDigits {
 		return pace.State{}, false
 	}
 	version, err := strconv.ParseUint(digits, 10, 64)
 	if err != nil {
 		return pace.State{}, false
 	}
-	if written, body, ok := strings.Cut(rest, ":"); ok && written != "" && strings.Trim(written, "0123456789") == "" {
-		rest = body
+	fresh := pace.State{Version: version}
+	written, rest, ok := strings.Cut(rest, ":")
+	if !ok || !isDigits(written) {
+		return fresh, false
 	}
-	var st pace.State
-	switch {
-	case strings.HasPrefix(rest, "{"):
-		err = json.Unmarshal([]byte(rest), &st)
-	case strings.HasPrefix(rest, "g"):
-		err = gob.NewDecoder(strings.NewReader(rest[1:])).Decode(&st)
-	default:
-		err = errors.New("unknown encoding")
+	exp, body, ok := strings.Cut(rest, ":")
+	if !ok || !isDigits(strings.TrimPrefix(exp, "-")) {
+		return fresh, false
 	}
+	ns, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil {
-		return pace.State{Version: version}, false
+		return fresh, false
 	}
-	st.Version = version
+	st := pace.State{Version: version}
+	if ns != 0 {
+		st.Expires = time.Unix(0, ns)
+	}
+	if err := st.UnmarshalBinary([]byte(body)); err != nil {
+		return fresh, false
+	}
 	return st, true
+}
+
+// isDigits reports whether s is a non-empty run of decimal digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -65,18 +64,18 @@ func TestStoresShareState(t *testing.T) {
 	b := New(sharedRedis.client(t), WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
 	ctx := context.Background()
 	exp := time.Now().Add(time.Hour)
-	ok, err := a.CompareAndSwap(ctx, "api.example.com", 0, pace.State{Seq: 1, Expires: exp})
+	ok, err := a.CompareAndSwap(ctx, "api.example.com", 0, counted(t, 1, exp))
 	require.NoError(t, err)
 	require.True(t, ok)
 	got, err := b.Load(ctx, "api.example.com")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), got.Version)
-	require.Equal(t, uint64(1), got.Seq)
+	require.Equal(t, uint64(1), leasesTaken(t, got))
 
-	ok, err = b.CompareAndSwap(ctx, "api.example.com", 1, pace.State{Seq: 2, Expires: exp})
+	ok, err = b.CompareAndSwap(ctx, "api.example.com", 1, counted(t, 2, exp))
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = a.CompareAndSwap(ctx, "api.example.com", 1, pace.State{Seq: 99, Expires: exp})
+	ok, err = a.CompareAndSwap(ctx, "api.example.com", 1, counted(t, 99, exp))
 	require.NoError(t, err)
 	require.False(t, ok, "a swap at a version another process has moved past must fail")
 
@@ -91,9 +90,8 @@ func TestStoresShareState(t *testing.T) {
 				for range 10 {
 					for {
 						err := pace.Apply(ctx, s, "counter", func(st *pace.State) error {
-							st.Seq++
 							st.Expires = exp
-							return nil
+							return bump(st)
 						})
 						if errors.Is(err, pace.ErrConflict) {
 							continue
@@ -114,7 +112,7 @@ func TestStoresShareState(t *testing.T) {
 	}
 	got, err = a.Load(ctx, "counter")
 	require.NoError(t, err)
-	require.Equal(t, uint64(480), got.Seq, "3 stores x 16 goroutines x 10 increments")
+	require.Equal(t, uint64(480), leasesTaken(t, got), "3 stores x 16 goroutines x 10 leases")
 	require.Equal(t, uint64(480), got.Version)
 }
 
@@ -137,7 +135,7 @@ func TestRedisKeys(t *testing.T) {
 	client := sharedRedis.client(t)
 	require.NoError(t, deleteKeys(client, prefix))
 	s = New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
-	ok, err := s.CompareAndSwap(context.Background(), secret, 0, pace.State{Seq: 1, Expires: time.Now().Add(time.Minute)})
+	ok, err := s.CompareAndSwap(context.Background(), secret, 0, counted(t, 1, time.Now().Add(time.Minute)))
 	require.NoError(t, err)
 	require.True(t, ok)
 	t.Cleanup(func() { deleteKeys(client, prefix) })
@@ -190,28 +188,29 @@ func TestEncoding(t *testing.T) {
 	full := pacetest.FullState(base, time.Hour)
 	val, err := encode(7, base, full)
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(val, fmt.Sprintf("7:%d:{", base.UnixMilli())), "version, written, JSON: %.40s", val)
-	got, ok := decode(val)
-	require.True(t, ok)
-	full.Version = 7
-	require.Equal(t, pacetest.Normalize(full), pacetest.Normalize(got))
-
-	// JSON cannot hold a float that is not finite: gob can.
-	odd := pace.State{Seq: 3, Adaptive: pace.Adaptive{Max: math.Inf(1), Measured: math.NaN()}, Expires: base}
-	val, err = encode(12, base, odd)
+	head := fmt.Sprintf("7:%d:%d:", base.UnixMilli(), full.Expires.UnixNano())
+	require.True(t, strings.HasPrefix(string(val), head), "version, written, expires: %.60q", val)
+	body, err := full.MarshalBinary()
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(val, fmt.Sprintf("12:%d:g", base.UnixMilli())), "%.40s", val)
-	got, ok = decode(val)
+	require.Equal(t, head+string(body), string(val), "then the state's own encoding")
+	got, ok := decode(string(val))
 	require.True(t, ok)
-	require.Equal(t, uint64(12), got.Version)
-	require.Equal(t, uint64(3), got.Seq)
-	require.True(t, math.IsInf(got.Adaptive.Max, 1))
-	require.True(t, math.IsNaN(got.Adaptive.Measured))
-	require.True(t, got.Expires.Equal(base))
+	requireState(t, full, 7, got)
+
+	// No Expires: 0.
+	small := counted(t, 3, time.Time{})
+	val, err = encode(12, base, small)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(val), fmt.Sprintf("12:%d:0:", base.UnixMilli())), "%.40q", val)
+	got, ok = decode(string(val))
+	require.True(t, ok)
+	requireState(t, small, 12, got)
 
 	// What the Lua script reads as version 0 (missing, unreadable), decode
-	// reads as version 0; an unreadable state keeps its version, so that
-	// the next swap replaces it.
+	// reads as version 0; an unreadable state (garbage, a format it does
+	// not know, the JSON that redisstore wrote before) keeps its version,
+	// so that the next swap replaces it.
+	zero := string(emptyContent(t))
 	for _, tc := range []struct {
 		val     string
 		version uint64
@@ -224,17 +223,92 @@ func TestEncoding(t *testing.T) {
 		{"1x:{}", 0, false},
 		{"123456789012345678901:{}", 0, false}, // 21 digits
 		{"5:not json", 5, false},
-		{"5:{broken", 5, false},
-		{"5:gnot gob", 5, false},
-		{"5:{}", 5, true},
-		{"5:1893456000000:{}", 5, true},
-		{"5:1893456000000:x", 5, false},
-		{"5:18934x:{}", 5, false},
+		{"5:{}", 5, false},               // JSON, as written before states were opaque
+		{"5:1893456000000:{}", 5, false}, // the same, with when it was written
+		{"5:1893456000000:gnot gob", 5, false},
+		{"5:1893456000000:0:" + zero, 5, true},
+		{"5:1893456000000:0:" + zero + "x", 5, false}, // trailing bytes
+		{"5:1893456000000:0:" + zero[:len(zero)-1], 5, false},
+		{"5:1893456000000:0:\xb9" + zero[1:], 5, false}, // another format
+		{"5:1893456000000:0:", 5, false},
+		{"5:1893456000000:x:" + zero, 5, false},
+		{"5:1893456000000:-:" + zero, 5, false},
+		{"5:18934x:0:" + zero, 5, false},
+		{"5::0:" + zero, 5, false},
 	} {
 		got, ok := decode(tc.val)
 		require.Equal(t, tc.ok, ok, "decode(%q)", tc.val)
-		require.Equal(t, pace.State{Version: tc.version}, pacetest.Normalize(got), "decode(%q)", tc.val)
+		requireState(t, pace.State{}, tc.version, got)
 	}
+	got, ok = decode("5:1893456000000:-1000:" + zero)
+	require.True(t, ok, "an Expires before 1970 is an instant like another")
+	require.True(t, got.Expires.Equal(time.Unix(0, -1000)))
+}
+
+// emptyContent is the encoding of a State with nothing in it.
+func emptyContent(t *testing.T) []byte {
+	t.Helper()
+	b, err := pace.State{}.MarshalBinary()
+	require.NoError(t, err)
+	return b
+}
+
+// requireState fails t unless got is want at version: the same content
+// (MarshalBinary's bytes) and Expires.
+func requireState(t *testing.T, want pace.State, version uint64, got pace.State) {
+	t.Helper()
+	w, err := want.MarshalBinary()
+	require.NoError(t, err)
+	g, err := got.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, version, got.Version, "version")
+	require.True(t, want.Expires.Equal(got.Expires), "Expires %v, want %v", got.Expires, want.Expires)
+	require.Equal(t, w, g, "content")
+}
+
+// counterAt is the instant of the reservations that count.
+var counterAt = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// bump reserves a lease in st and cancels it, as a request that never
+// left: st has granted one lease more.
+func bump(st *pace.State) error {
+	d := st.Reserve(counterAt, pace.Request{}, nil)
+	if !d.OK {
+		return fmt.Errorf("the state grants no lease: %v", d.Why)
+	}
+	st.Cancel(d.Lease, nil)
+	return nil
+}
+
+// counted returns a state that has granted n leases (each cancelled), and
+// expires at exp: the tests' states differ in n.
+func counted(t *testing.T, n uint64, exp time.Time) pace.State {
+	t.Helper()
+	var st pace.State
+	for range n {
+		require.NoError(t, bump(&st))
+	}
+	st.Expires = exp
+	return st
+}
+
+// leasesTaken returns how many leases a key's state has granted: the
+// number of the next lease, less one. The next lease is reserved on a copy
+// (nothing is written back), late enough that every lease has expired and
+// every pause has ended, and again when it must wait.
+func leasesTaken(t *testing.T, st pace.State) uint64 {
+	t.Helper()
+	c := st.Clone()
+	at := time.Now().Add(pace.DefaultLeaseTTL + time.Hour)
+	var d pace.Decision
+	for range 100 {
+		if d = c.Reserve(at, pace.Request{}, nil); d.OK {
+			return d.Lease.Seq() - 1
+		}
+		at = d.At
+	}
+	t.Fatalf("the loaded state grants no lease: it waits until %v (%v: %s)", d.At, d.Why, d.Detail)
+	return 0
 }
 
 // TestScriptReadsVersions checks the Lua script's reading of versions
@@ -247,21 +321,23 @@ func TestScriptReadsVersions(t *testing.T) {
 	s := New(client, WithPrefix(prefix), WithFailClosed(), WithTimeout(5*time.Second))
 	ctx := context.Background()
 	exp := time.Now().Add(time.Minute)
-	for i, raw := range []string{"garbage", "5:not json", "9007199254740993:{}", "5:{\"seq\":3}", "6:1893456000000:{\"seq\":3}"} {
+	binary, err := encode(8, time.Now(), counted(t, 3, exp))
+	require.NoError(t, err)
+	for i, raw := range []string{"garbage", "5:not json", "9007199254740993:{}", "5:{\"seq\":3}", "6:1893456000000:{\"seq\":3}", string(binary)} {
 		key := fmt.Sprint("k", i)
 		require.NoError(t, client.Set(ctx, s.RedisKey(key), raw, time.Minute).Err())
 		st, err := s.Load(ctx, key)
 		require.NoError(t, err)
-		ok, err := s.CompareAndSwap(ctx, key, st.Version+1, pace.State{Expires: exp})
+		ok, err := s.CompareAndSwap(ctx, key, st.Version+1, counted(t, 0, exp))
 		require.NoError(t, err)
 		require.False(t, ok, "%q: a swap at another version than Load's must fail", raw)
-		ok, err = s.CompareAndSwap(ctx, key, st.Version, pace.State{Seq: 42, Expires: exp})
+		ok, err = s.CompareAndSwap(ctx, key, st.Version, counted(t, 42, exp))
 		require.NoError(t, err)
 		require.True(t, ok, "%q: a swap at the version Load returned (%d) must succeed", raw, st.Version)
 		st2, err := s.Load(ctx, key)
 		require.NoError(t, err)
 		require.Equal(t, st.Version+1, st2.Version)
-		require.Equal(t, uint64(42), st2.Seq)
+		require.Equal(t, uint64(42), leasesTaken(t, st2))
 		ttl, err := client.PTTL(ctx, s.RedisKey(key)).Result()
 		require.NoError(t, err)
 		require.InDelta(t, float64(time.Minute), float64(ttl), float64(5*time.Second), "the key expires with the state")
@@ -284,7 +360,7 @@ func TestForgetStale(t *testing.T) {
 	write := func(key string, at time.Time) {
 		s.now = func() time.Time { return at }
 		defer func() { s.now = time.Now }()
-		ok, err := s.CompareAndSwap(ctx, key, 0, pace.State{Seq: 1, Expires: exp})
+		ok, err := s.CompareAndSwap(ctx, key, 0, counted(t, 1, exp))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -367,16 +443,16 @@ func TestFailOpenWithoutRedis(t *testing.T) {
 
 	before := calls.n()
 	exp := time.Now().Add(time.Minute)
-	ok, err := s.CompareAndSwap(ctx, "k", st.Version, pace.State{Seq: 5, Expires: exp})
+	ok, err := s.CompareAndSwap(ctx, "k", st.Version, counted(t, 5, exp))
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.CompareAndSwap(ctx, "k", 0, pace.State{Seq: 6, Expires: exp})
+	ok, err = s.CompareAndSwap(ctx, "k", 0, counted(t, 6, exp))
 	require.NoError(t, err)
 	require.False(t, ok, "a Redis version is not valid in the fallback")
-	require.NoError(t, pace.Apply(ctx, s, "k", func(st *pace.State) error { st.Seq++; return nil }))
+	require.NoError(t, pace.Apply(ctx, s, "k", bump))
 	st, err = s.Load(ctx, "k")
 	require.NoError(t, err)
-	require.Equal(t, uint64(6), st.Seq)
+	require.Equal(t, uint64(6), leasesTaken(t, st))
 	require.Equal(t, before, calls.n(), "while the circuit is open, nothing goes to Redis (retry interval: an hour)")
 	require.Len(t, events, 1)
 }
