@@ -56,12 +56,15 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		p.first(a, o, r, cost)
 		return
 	}
-	if a.at < p.obsAt || a.at-p.obsAt <= a.k.orderSlack() && r >= p.obsRem {
-		// Counted before the newest answer (or so close to it that the
-		// order is the counts': the more left, the sooner counted): the
-		// newest answer counted it already, and this one says less,
-		// except about the reset. Its unit was booked then, if that
-		// answer showed more counted than it explained.
+	if r >= p.obsRem && a.at-p.obsAt <= a.k.orderSlack() {
+		// Counted before the newest answer: it found more left, and it
+		// was not counted so much later that the quota can have come
+		// back meanwhile. (The instants alone do not order them: a
+		// request that opened a connection spent most of its round trip
+		// on its way there; the count, which only falls between returns,
+		// does.) The newest answer counted it already, and this one says
+		// less, except about the reset. Its unit was booked then, if
+		// that answer showed more counted than it explained.
 		if admitted {
 			booked := min(p.early, cost)
 			p.early -= booked
@@ -83,7 +86,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	prevAt, prevRem := p.obsAt, p.obsRem
 	p.check(a, r, prevAt, prevRem, since)
 	p.settleWindows(a, r, since)
-	p.obsAt, p.obsRem, p.since = a.at, r, 0
+	p.obsAt, p.obsRem, p.since = max(a.at, p.obsAt), r, 0
 	p.bLevel, p.bAt = float64(r), a.at
 	if admitted {
 		p.probeTokens = min(p.probeTokens+probeShare, probeBurst)
