@@ -116,8 +116,8 @@ func (k *keyState) sizeHint() int {
 // encoder appends a state's fields to b.
 type encoder struct {
 	b    []byte
-	strs []string // the new strings written so far, at most maxStrings
-	buf  [maxStrings]string
+	strs [maxStrings]string // the new strings written so far, the first ns
+	ns   int
 }
 
 func (e *encoder) u(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
@@ -147,7 +147,7 @@ func (e *encoder) str(s string) {
 		e.b = append(e.b, 0)
 		return
 	}
-	for j, t := range e.strs {
+	for j, t := range e.strs[:e.ns] {
 		if t == s {
 			e.n(j + 2)
 			return
@@ -156,11 +156,9 @@ func (e *encoder) str(s string) {
 	e.b = append(e.b, 1)
 	e.n(len(s))
 	e.b = append(e.b, s...)
-	if len(e.strs) < maxStrings {
-		if e.strs == nil {
-			e.strs = e.buf[:0]
-		}
-		e.strs = append(e.strs, s)
+	if e.ns < maxStrings {
+		e.strs[e.ns] = s
+		e.ns++
 	}
 }
 
@@ -359,8 +357,8 @@ func (e *encoder) silent(a *silent) {
 type decoder struct {
 	b    []byte
 	err  error
-	strs []string
-	buf  [maxStrings]string
+	strs [maxStrings]string // the new strings read so far, the first ns
+	ns   int
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -373,7 +371,6 @@ func decodeState(data []byte) (keyState, error) {
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
 	d := decoder{b: data[1:]}
-	d.strs = d.buf[:0]
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -488,14 +485,15 @@ func (d *decoder) str() string {
 		}
 		s := string(d.b[:n])
 		d.b = d.b[n:]
-		if len(d.strs) < maxStrings {
-			d.strs = append(d.strs, s)
+		if d.ns < maxStrings {
+			d.strs[d.ns] = s
+			d.ns++
 		}
 		return s
-	case tag-2 < uint64(len(d.strs)):
+	case tag-2 < uint64(d.ns):
 		return d.strs[tag-2]
 	default:
-		d.fail("string reference %d of %d", tag-2, len(d.strs))
+		d.fail("string reference %d of %d", tag-2, d.ns)
 		return ""
 	}
 }
