@@ -135,16 +135,16 @@ func (j *bytesStore) CompareAndSwap(_ context.Context, k string, version uint64,
 	return true, nil
 }
 
-func TestJSONStore(t *testing.T) {
+func TestBytesStore(t *testing.T) {
 	c := newFakeClock()
 	TestStore(t, func(*testing.T) pace.Store { return newBytesStore(c.Now, "") }, WithClock(c.Now, c.Advance))
 }
 
-// TestJSONStoreMovingClock runs the suite on a clock that moves a
+// TestBytesStoreMovingClock runs the suite on a clock that moves a
 // millisecond at every reading, as a real one moves between the suite's
 // steps: the suite must compare a store's state with the state it wrote,
 // not with one built again later.
-func TestJSONStoreMovingClock(t *testing.T) {
+func TestBytesStoreMovingClock(t *testing.T) {
 	c := newFakeClock()
 	now := func() time.Time {
 		c.Advance(time.Millisecond)
