@@ -3,6 +3,7 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -68,7 +69,7 @@ func TestTable(t *testing.T) {
 	for _, r := range rows {
 		k, isKnown := tableFailures[r.name]
 		switch {
-		case r.paced.Failed > k.failed:
+		case r.paced.Failed > k.failed+int(math.Ceil(tolFailed*float64(k.failed))):
 			t.Errorf("%s: %d paced requests failed (known: %d): %v", r.name, r.paced.Failed, k.failed, r.paced.Errors)
 		case isKnown && r.paced.Failed == 0:
 			t.Logf("%s: no paced request failed now: remove it from tableFailures", r.name)
@@ -77,15 +78,16 @@ func TestTable(t *testing.T) {
 }
 
 // tableFailures are the rows of TestTable whose paced requests fail, at
-// most how many (of 300; the same in runs at GOMAXPROCS 1 and 2), and why,
-// measured on cda134c, as the grid's known.
+// most how many (of 300: the most in ten runs at GOMAXPROCS 1, 2 and 4 on
+// 22d7625, where fixed-window/shopify varied from 47 to 63), and why, as
+// the grid's known; a run may fail tolFailed more.
 var tableFailures = map[string]struct {
 	failed int
 	why    string
 }{
-	"fixed-window/shopify":    {100, whyShopify},
-	"sliding-log/shopify":     {150, whyShopify},
-	"sliding-counter/shopify": {30, whyShopify},
+	"fixed-window/shopify":    {63, whyShopify},
+	"sliding-log/shopify":     {63, whyShopify},
+	"sliding-counter/shopify": {31, whyShopify},
 }
 
 const whyShopify = "Shopify's used/capacity says neither when the quota returns nor over what window: a window's return is bounded by a minute only, so once the quota is spent requests wait up to 60 s, past their 1-minute timeout"
