@@ -197,3 +197,176 @@ func TestSlidingLog(t *testing.T) {
 		})
 	}
 }
+
+// ---------------------------------------------------------------------------
+// Buckets.
+
+// TestBucketRate guards the measured refill rate of a token bucket that
+// answers with exact counts but whose headers understate or hide its rate
+// (IETF w is whole seconds: a burst of 10 refilled in 0.5 s says w=1; the
+// X-RateLimit reset is the time until full, rounded up to a whole second):
+// once the burst is spent, the rate is measured from the answers and
+// requests are paced at the true rate, within 5%, and not above it.
+func TestBucketRate(t *testing.T) {
+	const rate = 20 // per second
+	for _, d := range []ratelimittest.Dialect{ratelimittest.IETF, ratelimittest.XRateLimit, ratelimittest.OpenAI} {
+		t.Run(string(d), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: rate, Window: time.Second, Burst: 10}),
+					ratelimittest.WithDialect(d),
+				},
+				workers: 8, latency: 20 * time.Millisecond, span: 30 * time.Second,
+			})
+			from, to := sec(5), sec(30)
+			n := e.sentIn(from, to)
+			t.Logf("%d sends, %d refused (%v), waits %v; %d in [%v, %v)", len(e.sends), len(e.refused), e.refused, e.whys, n, from, to)
+			require.LessOrEqual(t, len(e.refused), 2, "refused")
+			secs := (to - from).Seconds()
+			require.GreaterOrEqualf(t, float64(n), 0.95*rate*secs, "paced at %.2f/s, below the true rate", float64(n)/secs)
+			require.LessOrEqualf(t, float64(n), rate*secs+2, "paced at %.2f/s, above the true rate", float64(n)/secs)
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Nothing latches; probes are budgeted.
+
+// TestNothingLatches guards the revival of refuted candidates: a candidate
+// refuted at T is considered again once more than max(reviveWindows
+// windows, reviveFloor) have passed, with no spending by others held
+// against it; and the last candidate standing is never refuted (every
+// explanation failing means the evidence misled or the server changed).
+func TestNothingLatches(t *testing.T) {
+	T := unixNano(t0)
+	for _, tt := range []struct {
+		name   string
+		window time.Duration
+		after  time.Duration
+	}{
+		{"a 1s window: 64 windows", time.Second, 64 * time.Second},
+		{"a 10-minute window: 64 windows", 10 * time.Minute, 640 * time.Minute},
+		{"a 100ms window: the floor", 100 * time.Millisecond, time.Minute},
+		{"no window known: the floor", 0, time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPolicy("", &ratelimit.Policy{Limit: 10, HasLimit: true, Window: tt.window})
+			require.Equal(t, uint8(allCandidates), p.alive)
+			p.score[cBucket] = 5
+			p.refute(1<<cBucket|1<<cLog, T)
+			require.Equal(t, uint8(allCandidates&^(1<<cBucket|1<<cLog)), p.alive)
+			p.revive(T + int64(tt.after))
+			require.Zero(t, p.alive&(1<<cBucket), "revived before its time")
+			p.revive(T + int64(tt.after) + 1)
+			require.Equal(t, uint8(allCandidates), p.alive, "not revived after its time")
+			require.Zero(t, p.score[cBucket], "revived with the spending held against it")
+		})
+	}
+	t.Run("the last standing is not refuted", func(t *testing.T) {
+		p := newPolicy("", &ratelimit.Policy{Limit: 10, HasLimit: true, Window: time.Second})
+		p.refute(allCandidates&^(1<<cLog), T)
+		require.Equal(t, uint8(1<<cLog), p.alive)
+		p.refute(1<<cLog, T+1)
+		require.Equal(t, uint8(1<<cLog), p.alive, "the last one refuted")
+		p.refute(allCandidates, T+2)
+		require.Equal(t, uint8(1<<cLog), p.alive)
+	})
+	t.Run("refuting them all at once keeps one", func(t *testing.T) {
+		p := newPolicy("", &ratelimit.Policy{Limit: 10, HasLimit: true, Window: time.Second})
+		p.refute(allCandidates, T)
+		require.NotZero(t, p.alive)
+		require.Zero(t, p.alive&(p.alive-1), "more than one kept: %05b", p.alive)
+	})
+	t.Run("a probe's refusal refutes; the candidate is considered again", func(t *testing.T) {
+		// A sliding log of 3 per 10 s; the client asks every 3 s, a
+		// little faster than it allows. A candidate refuted by a probe's
+		// refusal is considered again 64 windows later: alive at the
+		// end, or refuted again since.
+		const revive = 64 * 10 * time.Second
+		srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 3, Window: 10 * time.Second}),
+			ratelimittest.WithDialect(ratelimittest.IETF))
+		y := newStory(t, nil)
+		rtt := ms(20)
+		refutedAt := map[candidate]int64{} // by a refused probe, first
+		var refused []time.Duration
+		for i := 0; i < 400; i++ {
+			ask := time.Duration(i) * sec(3)
+			if i > 0 {
+				ask = max(ask, y.leases[fmt.Sprint("r", i-1)].At().Sub(t0)+rtt)
+			}
+			var before uint8
+			if len(y.st.k.policies) > 0 {
+				before = y.st.k.policies[0].alive
+			}
+			at, status := y.exchange(srv, ask, fmt.Sprint("r", i), rtt)
+			p := &y.st.k.policies[0]
+			if status == 200 {
+				continue
+			}
+			refused = append(refused, at)
+			for c := range nCand {
+				if _, ok := refutedAt[c]; !ok && before&(1<<c) != 0 && p.alive&(1<<c) == 0 {
+					refutedAt[c] = p.refuted[c]
+				}
+			}
+		}
+		end := y.leases["r399"].At()
+		for c, at := range refutedAt {
+			t.Logf("%v refuted by a probe's refusal at +%v", c, time.Duration(at-unixNano(t0)))
+		}
+		t.Logf("refused at %v", refused)
+		require.NotEmpty(t, refutedAt, "no probe's refusal refuted a candidate")
+		p := &y.st.k.policies[0]
+		for c, at := range refutedAt {
+			if at+int64(revive) > unixNano(end) {
+				continue // not old enough
+			}
+			require.Truef(t, p.alive&(1<<c) != 0 || p.refuted[c] > at+int64(revive),
+				"%v, refuted at +%v, was not considered again by +%v (refuted at +%v)",
+				c, time.Duration(at-unixNano(t0)), end.Sub(t0), time.Duration(p.refuted[c]-unixNano(t0)))
+		}
+		// One refusal per revive period at most, after the first minutes.
+		for i := 1; i < len(refused); i++ {
+			if refused[i] > 2*time.Minute {
+				require.GreaterOrEqualf(t, refused[i]-refused[i-1], revive-sec(10), "refusals at +%v and +%v", refused[i-1], refused[i])
+			}
+		}
+	})
+}
+
+// TestProbeBudget guards the probe budget: against a server that refuses
+// every probe (and counts nothing of it), the refused probes stay within
+// probeBurst, plus probeShare of every admitted answer, plus what time
+// earns (one per probeTrickle windows, a second at least), whatever the
+// candidates' disagreement; and the misleading refusals cost at most 2% in
+// all.
+func TestProbeBudget(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		policy ratelimittest.Policy
+		d      ratelimittest.Dialect
+		rtt    time.Duration
+		window time.Duration // what the model takes the window to be
+	}{
+		{"a small-burst bucket", ratelimittest.Policy{Algorithm: ratelimittest.GCRA, Limit: 50, Window: time.Second, Burst: 6}, ratelimittest.XRateLimit, time.Millisecond, time.Second},
+		{"a fixed window", ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}, ratelimittest.IETF, 20 * time.Millisecond, time.Second},
+		{"a sliding log", ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 10, Window: time.Second}, ratelimittest.IETF, 20 * time.Millisecond, time.Second},
+		{"a token bucket", ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 20, Window: time.Second, Burst: 10}, ratelimittest.IETF, 20 * time.Millisecond, time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			span := 10 * time.Minute
+			e := emulate(t, emu{
+				opts:    []ratelimittest.Option{ratelimittest.WithPolicy(tt.policy), ratelimittest.WithDialect(tt.d)},
+				workers: 16, latency: tt.rtt, span: span, refuseProbes: true,
+			})
+			per := max(probeTrickle*tt.window, probeTrickle*time.Second)
+			budget := probeBurst + probeShare*float64(e.admitted()) + float64(span/per) + 1
+			t.Logf("%d sends, %d admitted, %d refused (%d probes); budget %.1f", len(e.sends), e.admitted(), len(e.refused), e.probes, budget)
+			require.LessOrEqual(t, float64(e.probes), budget, "refused probes")
+			// The lies mislead the model (a true candidate refuted, a
+			// window's end moved) until it revives what they refuted:
+			// they cost a little more than the probes.
+			require.LessOrEqual(t, len(e.refused), len(e.sends)/50, "refused")
+		})
+	}
+}

@@ -396,6 +396,20 @@ type emu struct {
 	cfg     *Config
 	req     Request
 	start   time.Time // t0 when zero
+	// refuseProbes makes the server an adversary that refuses every
+	// request that probes a policy (a 429 without rate-limit headers)
+	// without counting it.
+	refuseProbes bool
+}
+
+// isProbe reports whether lease seq probes one of st's policies.
+func isProbe(st *State, seq uint64) bool {
+	for i := range st.k.policies {
+		if st.k.policies[i].probe == seq {
+			return true
+		}
+	}
+	return false
 }
 
 // emulate runs workers against a ratelimittest handler configured by e.opts
@@ -466,7 +480,12 @@ func emulate(t *testing.T, e emu) *emulation {
 			pend[w] = nil
 			clock.Set(at)
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			if e.refuseProbes && isProbe(st, leases[w].Seq()) {
+				rec.Header().Set("Date", at.UTC().Format(http.TimeFormat))
+				rec.WriteHeader(http.StatusTooManyRequests)
+			} else {
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			}
 			date, _ := ratelimit.ParseDate(rec.Header().Get("Date"))
 			back := p.at.Add(p.at.Sub(leases[w].At()))
 			fly[w] = &flight{lease: leases[w], status: rec.Code, header: rec.Header(), at: back, date: date}
@@ -474,12 +493,7 @@ func emulate(t *testing.T, e emu) *emulation {
 		case 2: // the answer is back
 			f := fly[w]
 			fly[w] = nil
-			probe := false
-			for i := range st.k.policies {
-				if st.k.policies[i].probe == f.lease.Seq() {
-					probe = true
-				}
-			}
+			probe := isProbe(st, f.lease.Seq())
 			st.Complete(at, f.lease, Answer{Obs: ratelimit.ParseHeaders(f.header, f.status, at), Date: f.date}, e.cfg)
 			if f.status == http.StatusTooManyRequests || f.status == http.StatusForbidden {
 				out.refused = append(out.refused, f.lease.At().Sub(start))
