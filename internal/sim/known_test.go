@@ -22,12 +22,13 @@ const (
 	whySkew            = "a fixed window with the server's Date 3 s off the client's clock: the window's end, guessed from the reset read against the Date, is late"
 	whyCharge          = "refusals are charged: a refused request counts at the server as an admission the client's ledger does not have, so the server is taken for a window (or a slower bucket) and requests wait for whole-second resets (up to 2.3x)"
 	whyProbes          = "a bucket of 100 per minute with absolute resets: probes refused at the start and about once a minute while its refill is measured (1.56-1.57/s of 1.67/s), 7-11 in 600 attempts"
+	whyRTT200Window    = "round trips of 100-300 ms on a fixed window with t= delays: the requests in flight when a window is spent are not held back, up to 16 reach it at once and are refused, and each Retry-After pauses the key"
 	whyWindowAsLog     = "256 workers on a fixed window with whole-second resets: taken for a sliding log, requests wait for units to age out one by one instead of for the window's end, and probes are refused"
 )
 
 // known lists the cells of the grid that miss their target: what each
 // reaches (refused share, wall over ideal, failed requests) and why. The
-// figures are the worst of three runs of the full grid on 22d7625, at
+// figures are the worst of three runs of the full grid on 5be841c, at
 // GOMAXPROCS 1, 2 and 4, which agreed on every figure. TestGrid fails when
 // a cell does worse than listed here (beyond tolRefused, tolX and
 // tolFailed), and reports a cell that meets its target, so that its entry
@@ -135,6 +136,7 @@ var known = map[string]knownCell{
 	"leaky-bucket/none/50ps/rtt1±50%/w16":                                {0.0712, 1.05, 0, whyNone},
 	"gcra/none+retry-after/50ps/rtt1±50%/w16":                            {0.0506, 1.17, 0, whyNoneRetryAfter},
 	"gcra/none/50ps/rtt1±50%/w16":                                        {0.0741, 1.03, 0, whyNone},
+	"fixed-window/ietf/50ps/rtt200±50%/w16":                              {0.1713, 1.94, 0, whyRTT200Window},
 	"fixed-window/x-ratelimit/50ps/rtt200±50%/w16":                       {0.0000, 1.06, 0, whyRTT200},
 	"fixed-window/none+retry-after/50ps/rtt200±50%/w16":                  {0.0625, 1.49, 0, whyNoneRetryAfter},
 	"fixed-window/none/50ps/rtt200±50%/w16":                              {0.0991, 1.19, 0, whyNone},
@@ -143,24 +145,26 @@ var known = map[string]knownCell{
 	"anchored-window/none+retry-after/50ps/rtt200±50%/w16":               {0.1150, 1.86, 0, whyNoneRetryAfter},
 	"anchored-window/none/50ps/rtt200±50%/w16":                           {0.0625, 1.23, 0, whyNone},
 	"sliding-log/ietf/50ps/rtt200±50%/w16":                               {0.0000, 1.17, 0, whyLogIETF},
-	"sliding-log/x-ratelimit/50ps/rtt200±50%/w16":                        {0.0066, 1.45, 0, whyRTT200},
-	"sliding-log/anthropic/50ps/rtt200±50%/w16":                          {0.0033, 1.19, 0, whyRTT200},
+	"sliding-log/x-ratelimit/50ps/rtt200±50%/w16":                        {0.0066, 1.46, 0, whyRTT200},
+	"sliding-log/anthropic/50ps/rtt200±50%/w16":                          {0.0033, 1.13, 0, whyRTT200},
 	"sliding-log/none+retry-after/50ps/rtt200±50%/w16":                   {0.0683, 1.88, 0, whyNoneRetryAfter},
 	"sliding-log/none/50ps/rtt200±50%/w16":                               {0.0798, 1.29, 0, whyNone},
-	"sliding-counter/ietf/50ps/rtt200±50%/w16":                           {0.0000, 1.13, 0, whyCounterSlow},
+	"sliding-counter/ietf/50ps/rtt200±50%/w16":                           {0.0000, 1.11, 0, whyCounterSlow},
 	"sliding-counter/x-ratelimit/50ps/rtt200±50%/w16":                    {0.0000, 1.09, 0, whyRTT200},
 	"sliding-counter/anthropic/50ps/rtt200±50%/w16":                      {0.0000, 1.17, 0, whyCounterSlow},
 	"sliding-counter/none+retry-after/50ps/rtt200±50%/w16":               {0.0354, 1.78, 0, whyNoneRetryAfter},
 	"sliding-counter/none/50ps/rtt200±50%/w16":                           {0.0260, 1.18, 0, whyNone},
-	"token-bucket/ietf/50ps/rtt200±50%/w16":                              {0.0000, 1.07, 0, whyRTT200},
-	"token-bucket/anthropic/50ps/rtt200±50%/w16":                         {0.0000, 1.05, 0, whyRTT200},
+	"token-bucket/ietf/50ps/rtt200±50%/w16":                              {0.0033, 1.19, 0, whyRTT200},
+	"token-bucket/x-ratelimit/50ps/rtt200±50%/w16":                       {0.0099, 1.10, 0, whyRTT200},
 	"token-bucket/none+retry-after/50ps/rtt200±50%/w16":                  {0.0196, 1.26, 0, whyNoneRetryAfter},
 	"token-bucket/none/50ps/rtt200±50%/w16":                              {0.0385, 1.06, 0, whyNone},
+	"leaky-bucket/x-ratelimit/50ps/rtt200±50%/w16":                       {0.0066, 1.10, 0, whyRTT200},
 	"leaky-bucket/anthropic/50ps/rtt200±50%/w16":                         {0.0000, 1.08, 0, whyRTT200},
 	"leaky-bucket/none+retry-after/50ps/rtt200±50%/w16":                  {0.0196, 1.17, 0, whyNoneRetryAfter},
 	"leaky-bucket/none/50ps/rtt200±50%/w16":                              {0.0354, 1.06, 0, whyNone},
-	"gcra/x-ratelimit/50ps/rtt200±50%/w16":                               {0.0000, 1.06, 0, whyRTT200},
-	"gcra/anthropic/50ps/rtt200±50%/w16":                                 {0.0000, 1.07, 0, whyRTT200},
+	"gcra/ietf/50ps/rtt200±50%/w16":                                      {0.0033, 1.09, 0, whyRTT200},
+	"gcra/x-ratelimit/50ps/rtt200±50%/w16":                               {0.0066, 1.22, 0, whyRTT200},
+	"gcra/anthropic/50ps/rtt200±50%/w16":                                 {0.0033, 1.24, 0, whyRTT200},
 	"gcra/none+retry-after/50ps/rtt200±50%/w16":                          {0.0196, 1.18, 0, whyNoneRetryAfter},
 	"gcra/none/50ps/rtt200±50%/w16":                                      {0.0323, 1.05, 0, whyNone},
 	"anchored-window/anthropic/50ps/rtt20±50%/w1":                        {0.0033, 1.38, 0, whyAnchored},
