@@ -235,10 +235,9 @@ func TestFullState(t *testing.T) {
 	// What it holds shows in what it decides.
 	c := s.Clone()
 	d := c.Reserve(base, pace.Request{Route: "GET /search/code"}, fullConfig)
-	require.False(t, d.OK)
-	require.Equal(t, pace.WhyPaused, d.Why, "the search resource is paused: %v", d.Detail)
-	require.True(t, d.At.Equal(base.Add(2*time.Second)) || d.At.After(base.Add(time.Second)),
-		"the pause ends about 2s after base: %v", d.At.Sub(base))
+	require.False(t, d.OK, "the search resource is paused")
+	require.False(t, d.At.Before(base.Add(2*time.Second)),
+		"the search resource's pause ends 2s after base and more: it waits %v (%v: %s)", d.At.Sub(base), d.Why, d.Detail)
 	c = s.Clone()
 	d = c.Reserve(base.Add(5*time.Second), pace.Request{Route: "GET /items/0", Quotas: []int{1}}, fullConfig)
 	if d.OK {
