@@ -52,6 +52,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		if admitted {
 			p.own.add(a.at, cost, p.quantum())
 			p.ownCum += cost
+			p.lastAdmit = max(p.lastAdmit, a.at)
 		}
 		p.first(a, o, r, cost)
 		return
@@ -70,6 +71,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 			p.early -= booked
 			p.own.add(a.at, cost-booked, p.quantum())
 			p.ownCum += cost - booked
+			p.lastAdmit = max(p.lastAdmit, a.at)
 		}
 		p.resetEvidence(a, o)
 		return
@@ -79,6 +81,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		since += cost
 		p.own.add(a.at, cost, p.quantum())
 		p.ownCum += cost
+		p.lastAdmit = max(p.lastAdmit, a.at)
 	} else if r == 0 {
 		p.notEnded(a)
 	}
@@ -265,8 +268,9 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 		}
 		if p.period.known() {
 			*b = bounds{lo + p.period.lo, hi + p.period.hi}
-			for c == cWindow && b.hi <= a.at {
-				b.lo, b.hi = b.lo+p.period.lo, b.hi+p.period.hi
+			if c == cWindow && b.hi <= a.at {
+				k := (a.at-b.hi)/p.period.hi + 1
+				b.lo, b.hi = b.lo+k*p.period.lo, b.hi+k*p.period.hi
 			}
 		} else {
 			*b = bounds{}
@@ -464,6 +468,7 @@ func (p *policy) undescribed(a *answer) {
 	}
 	p.own.add(a.at, cost, p.quantum())
 	p.ownCum += cost
+	p.lastAdmit = max(p.lastAdmit, a.at)
 	p.probeTokens = min(p.probeTokens+probeShare, probeBurst)
 	if p.seen {
 		// The bucket had the request's cost: its level after it is at
@@ -615,7 +620,10 @@ func (p *policy) counterPhase(a *answer, lo, hi int64) {
 		return
 	}
 	if c := &a.k.clock; a.date != 0 && c.known && w%1e9 == 0 && p.period.lo == w {
-		p.ctr = bounds{c.lo, c.hi} // instants 0 mod w in the server's time
+		// Instants 0 mod w in the server's time (shifted by a window,
+		// which is the same phase, so that the bounds are never the
+		// zero that means unknown).
+		p.ctr = bounds{c.lo + w, c.hi + w}
 		return
 	}
 	if !p.ctr.known() || p.ctr.hi-p.ctr.lo > hi-lo {

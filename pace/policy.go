@@ -76,8 +76,9 @@ type policy struct {
 	probe       uint64
 	probeTokens float64 // see probeShare
 	trickled    int64   // when trickle last earned
-	probeFor   uint8
-	probeParam uint8 // of probeFor, those whose cautious view said no
+	lastAdmit   int64   // when a unit of the client's was last admitted
+	probeFor    uint8
+	probeParam  uint8 // of probeFor, those whose cautious view said no
 	// resets counts the answers whose reset contradicted the windows'
 	// bounds, less those whose reset agreed.
 	resets int

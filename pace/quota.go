@@ -54,6 +54,10 @@ type quotaSend struct {
 	recv int64 // 0 while in flight
 }
 
+// maxQuotaInFlight bounds the sends a declared quota keeps beyond its
+// limit, which are in flight (their slots free once answered).
+const maxQuotaInFlight = 1024
+
 // growQuotas makes room for n declared quotas.
 func (k *keyState) growQuotas(n int) {
 	if len(k.quotas) < n {
@@ -125,6 +129,11 @@ func (qs *quotaState) hold(k *keyState, t int64, q Quota) (int64, bool) {
 func (qs *quotaState) sent(t int64, seq uint64, q Quota) {
 	if !q.valid() {
 		return
+	}
+	if len(qs.sends) >= q.Limit+maxQuotaInFlight {
+		// Bounded: the oldest answered sends go first; only the Limit
+		// newest can hold a slot.
+		qs.sends = qs.sends[len(qs.sends)-q.Limit-maxQuotaInFlight+1:]
 	}
 	qs.sends = append(qs.sends, quotaSend{seq: seq, sent: t})
 	if q.spaced() {

@@ -354,12 +354,8 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		}
 	}
 	if ok {
-		if debugOn {
-			var av [nCand]float64
-			for c := range nCand {
-				av[c] = p.avail(candidate(c), arrive, inflight, cautious)
-			}
-			debugf("ok at %.3f arrive %.3f: avail %.1f inflight %d", float64(now%1e12)/1e9, float64(arrive%1e12)/1e9, av, inflight)
+		if at := p.reserveProbe(k, arrive, need, inflight, pl); at > arrive {
+			return holdResult{at: at - (arrive - now), why: WhyProbe, detail: p.describe(cBucket) + "; the last unit waits to tell a bucket from a window"}
 		}
 		return holdResult{ok: true}
 	}
@@ -377,7 +373,9 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			at, slowest = tc, candidate(c)
 		}
 		soon = min(soon, tc)
-		opt = min(opt, p.when(candidate(c), arrive, need, inflight, optimistic))
+		if p.paramProbe(candidate(c)) {
+			opt = min(opt, p.when(candidate(c), arrive, need, inflight, optimistic))
+		}
 	}
 	gain := p.probeGain(k)
 	debugf("hold at %.3f: need %d inflight %d cautious %+.3f (%v) soon %+.3f opt %+.3f %s", float64(now%1e12)/1e9, need, inflight, float64(at-arrive)/1e9, slowest, float64(soon-arrive)/1e9, float64(opt-arrive)/1e9, p.dump(arrive))
@@ -396,9 +394,7 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			switch {
 			case p.avail(candidate(c), arrive, inflight, cautious) >= room:
 				whole |= 1 << c
-			case (c == cWindow && p.guess != 0 || c == cBucket) && p.avail(candidate(c), arrive, inflight, optimistic) >= room:
-				// Only a window's end guessed from the server's Date,
-				// and a bucket's rate, are worth a refusal to test.
+			case p.paramProbe(candidate(c)) && p.avail(candidate(c), arrive, inflight, optimistic) >= room:
 				param |= 1 << c
 			}
 		}
@@ -444,10 +440,11 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 
 // trickle earns the probe budget with time too, so that a policy whose
 // every candidate holds back, with nothing admitted to earn from, still
-// learns: one probe per probeTrickle of its windows (a second at least).
+// learns: one probe per probeTrickle of its windows (a second at least),
+// while nothing of the client's was admitted for that long.
 func (p *policy) trickle(now int64) {
-	if p.trickled == 0 || now < p.trickled {
-		p.trickled = now
+	if p.trickled == 0 || now < p.trickled || p.lastAdmit > p.trickled {
+		p.trickled = max(now, p.lastAdmit)
 		return
 	}
 	per := max(probeTrickle*p.period.hi, int64(probeTrickle*1e9))
@@ -460,6 +457,46 @@ func (p *policy) trickle(now int64) {
 // probeTrickle is how many windows the time-earned budget takes to earn
 // one probe: a refusal per eight windows at most when nothing else earns.
 const probeTrickle = 8
+
+// paramProbe reports whether candidate c's optimistic parameters are worth
+// a refusal to test: a window's end that the server's Date puts on a
+// second of its clock, and a bucket's rate faster than the one its answers
+// measured (not a rate from its resets alone, which a window's reset gives
+// too).
+func (p *policy) paramProbe(c candidate) bool {
+	return c == cWindow && p.guess != 0 || c == cBucket && p.rLo > 0
+}
+
+// reserveProbe tells a bucket from the candidates that return nothing soon
+// without risking a refusal: when the request would spend the last unit
+// that every candidate agrees is there, and only the bucket's rate, which
+// no answer has measured yet (its resets' alone), says more returns soon,
+// the last unit waits until the bucket says a second one is there. It
+// stays meanwhile (a window's unit stays until the window ends, a log's
+// until a window after it was counted), and its answer says whether the
+// bucket refilled. It returns when to send it, or arrive to send it now:
+// when the bucket is measured, or not in the running, or the wait would
+// cost more than a round trip's gain, or outlast a window that may end.
+func (p *policy) reserveProbe(k *keyState, arrive, need, inflight int64, pl uint8) int64 {
+	if pl&(1<<cBucket) == 0 || p.rLo > 0 || p.rReset <= 0 || pl == 1<<cBucket {
+		return arrive
+	}
+	for c := range nCand {
+		if pl&(1<<c) != 0 && p.avail(c, arrive, inflight, cautious) >= float64(need+1) {
+			return arrive // not the last unit
+		}
+	}
+	at := p.when(cBucket, arrive, need+1, inflight, cautious)
+	if at == never || at-arrive < p.probeGain(k) {
+		return arrive
+	}
+	for c := cWindow; c <= cAnchored; c++ {
+		if b := p.win[c]; pl&(1<<c) != 0 && b.known() && b.lo-landMargin < at {
+			return arrive // the window may end first, and the unit with it
+		}
+	}
+	return at
+}
 
 // probeGain is the least a probe must save over waiting for the cautious
 // candidate to be worth a refusal: a refused request waits at least

@@ -16,27 +16,27 @@ type silent struct {
 	on bool
 	// Max is the rate at the last 429 (CUBIC's W_max) and Throttled its
 	// instant, in requests per second.
-	max       float64  
+	max       float64
 	throttled time.Time
 	// Tokens and Filled are the token bucket: Tokens at Filled.
-	tokens float64  
+	tokens float64
 	filled time.Time
 	// Measured is the smoothed rate of requests the server accepted;
 	// Count were accepted in the interval that began at Since.
-	measured float64  
-	count    int      
+	measured float64
+	count    int
 	since    time.Time
 	// Cut is the instant of the last 429 that cut the rate: answers to
 	// requests sent before it are part of the same refusal.
 	cut time.Time
 	// Accepted counts the answers accepted since First, the first send,
 	// until the first 429.
-	admitted int      
+	admitted int
 	first    time.Time
 	// Streak counts the key's 429s without headers since the last answer
 	// it accepted (those to requests sent after the one before), the
 	// last of which arrived at Backed.
-	streak int      
+	streak int
 	backed time.Time
 }
 

@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"hash/maphash"
 	"slices"
 	"time"
 
@@ -103,12 +102,9 @@ type route struct {
 // maxRoutes bounds keyState.routes; the oldest are forgotten first.
 const maxRoutes = 64
 
-// routeSeed hashes routes: only hashes are kept, so that a path that
-// carries a secret never lands in a store. The seed is fixed so that every
-// process of a fleet hashes a route alike.
-var routeSeed = maphash.MakeSeed()
-
-// routeHash returns the hash of a route ("GET /repos/x/issues").
+// routeHash returns the hash of a route ("GET /repos/x/issues"): only
+// hashes are kept, so that a path that carries an identifier is not
+// written where the state is stored as it was sent.
 func routeHash(r string) uint64 {
 	if r == "" {
 		return 0
@@ -182,8 +178,40 @@ func (k *keyState) bucketNamed(name string) *bucket {
 			return &k.buckets[i]
 		}
 	}
+	if len(k.buckets) >= maxBuckets {
+		k.forgetBucket()
+	}
 	k.buckets = append(k.buckets, bucket{name: name})
 	return &k.buckets[len(k.buckets)-1]
+}
+
+// maxBuckets bounds the server-named buckets a key keeps, and their
+// policies: a server that names a new bucket for every request (a rotating
+// partition key) cannot grow a key's state without bound.
+const maxBuckets = 64
+
+// forgetBucket drops the bucket whose policies spoke least recently, with
+// them, unless a lease is in flight in it (then the oldest bucket).
+func (k *keyState) forgetBucket() {
+	drop, last := 0, int64(never)
+	for i := range k.buckets {
+		name := k.buckets[i].name
+		if k.inFlightIn(name) || k.buckets[i].pause > 0 && i != 0 {
+			continue
+		}
+		l := int64(0)
+		for j := range k.policies {
+			if k.policies[j].bucket == name {
+				l = max(l, k.policies[j].last)
+			}
+		}
+		if l < last {
+			drop, last = i, l
+		}
+	}
+	name := k.buckets[drop].name
+	k.buckets = slices.Delete(k.buckets, drop, drop+1)
+	k.policies = slices.DeleteFunc(k.policies, func(p policy) bool { return p.bucket == name })
 }
 
 // findBucket returns the bucket named name, or nil.
