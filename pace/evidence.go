@@ -57,7 +57,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		p.first(a, o, r, cost)
 		return
 	}
-	if r >= p.obsRem && a.at-p.obsAt <= a.k.orderSlack() {
+	if r >= p.obsRem && a.at-p.obsAt <= a.k.orderSlack() || a.at < p.obsAt && p.rolledAt == p.obsAt {
 		// Counted before the newest answer: it found more left, and it
 		// was not counted so much later that the quota can have come
 		// back meanwhile. (The instants alone do not order them: a
@@ -65,7 +65,9 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		// on its way there; the count, which only falls between returns,
 		// does.) The newest answer counted it already, and this one says
 		// less, except about the reset. Its unit was booked then, if
-		// that answer showed more counted than it explained.
+		// that answer showed more counted than it explained. And an
+		// answer counted before one that showed a window's end is from
+		// the window before, whatever its count.
 		if admitted {
 			booked := min(p.early, cost)
 			p.early -= booked
@@ -89,6 +91,9 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	prevAt, prevRem := p.obsAt, p.obsRem
 	p.check(a, r, prevAt, prevRem, since)
 	p.settleWindows(a, r, since)
+	if p.rolledAt == a.at && a.at < p.obsAt {
+		p.rolledAt = p.obsAt // the base stays the later instant
+	}
 	p.obsAt, p.obsRem, p.since = max(a.at, p.obsAt), r, 0
 	p.bLevel, p.bAt = float64(r), a.at
 	if admitted {
@@ -276,6 +281,7 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 			*b = bounds{}
 		}
 		debugf("window %v rolled at %.3f (prev %.3f): next end [%.3f %.3f]", c, float64(a.at%1e12)/1e9, float64(prevAt%1e12)/1e9, float64(b.lo%1e12)/1e9, float64(b.hi%1e12)/1e9)
+		p.rolledAt = a.at
 		return 0
 	case cLog:
 		return diff - float64(p.logF.takeOldest(int64(math.Ceil(diff))-tol))
@@ -372,6 +378,7 @@ func (p *policy) settleWindows(a *answer, r, since int64) {
 		}
 		if fresh {
 			p.rollWindow(c, a.at)
+			p.rolledAt = a.at
 			continue
 		}
 		b.lo = a.at

@@ -28,6 +28,9 @@ type policy struct {
 	seen   bool
 	obsAt  int64
 	obsRem int64
+	// rolledAt is the instant of the newest answer that showed a window's
+	// end: answers counted before it are from the window before.
+	rolledAt int64
 	// since counts the client's units counted after that answer; early
 	// those of its requests still in flight that answers showed counted.
 	since, early int64
