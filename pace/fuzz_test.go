@@ -136,6 +136,11 @@ func FuzzReserveComplete(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 2, 0, 1, 10, 12, 12, 12, 12, 0, 0, 0, 0, 0, 0, 5, 4, 0, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 0, 2, 0, 1, 8, 11, 11, 10, 3, 0, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0})
 	f.Add([]byte("the quick brown fox jumps over the lazy dog, 0123456789 times"))
+	f.Fuzz(reserveComplete)
+}
+
+// reserveComplete is FuzzReserveComplete's body.
+func reserveComplete(t *testing.T, data []byte) {
 	configs := []*Config{
 		nil,
 		{LeaseTTL: 5 * time.Second, MaxPause: time.Hour},
@@ -143,7 +148,7 @@ func FuzzReserveComplete(f *testing.F) {
 	}
 	routes := []string{"", "GET /a", "GET /search", "POST /b"}
 	statuses := []int{200, 200, 429, 503, 0, 403, 500}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	{
 		in := &fuzzBytes{data}
 		cfg := configs[in.pick(len(configs))]
 		maxPause := DefaultMaxPause
@@ -213,7 +218,7 @@ func FuzzReserveComplete(f *testing.F) {
 				require.Truef(t, slices.ContainsFunc(open, func(o Lease) bool { return o.Seq() == l.seq }), "lease %d was answered or cancelled", l.seq)
 			}
 		}
-	})
+	}
 }
 
 // valueDiff returns where a and b differ, "" when they do not: a deep
