@@ -57,17 +57,23 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		p.first(a, o, r, cost)
 		return
 	}
-	if r >= p.obsRem && a.at-p.obsAt <= a.k.orderSlack() || a.at < p.obsAt && p.rolledAt == p.obsAt {
+	older := r >= p.obsRem && (a.at-p.obsAt <= a.k.orderSlack() || admitted && a.sent <= p.obsAt && r-p.obsRem <= p.early && float64(r-p.obsRem) > p.refillBetween(p.obsAt, a.at))
+	if older || a.at < p.obsAt && p.rolledAt == p.obsAt {
 		// Counted before the newest answer: it found more left, and it
 		// was not counted so much later that the quota can have come
-		// back meanwhile. (The instants alone do not order them: a
-		// request that opened a connection spent most of its round trip
-		// on its way there; the count, which only falls between returns,
-		// does.) The newest answer counted it already, and this one says
-		// less, except about the reset. Its unit was booked then, if
-		// that answer showed more counted than it explained. And an
-		// answer counted before one that showed a window's end is from
-		// the window before, whatever its count.
+		// back meanwhile, or it was in flight when the newest was
+		// counted, and what it found more left is no more than that
+		// answer booked as counted before their answers (see check)
+		// and more than a bucket can have refilled in between. (The instants alone
+		// do not order them: a request that opened a connection spent
+		// most of its round trip on its way there, and answers to
+		// requests in flight together come back in any order; the
+		// count, which only falls between returns, does.) The newest
+		// answer counted it already, and this one says less, except
+		// about the reset. Its unit was booked then, if that answer
+		// showed more counted than it explained. And an answer counted
+		// before one that showed a window's end is from the window
+		// before, whatever its count.
 		if admitted {
 			booked := min(p.early, cost)
 			p.early -= booked
@@ -101,6 +107,15 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	}
 	p.resetEvidence(a, o)
 	p.prune()
+}
+
+// refillBetween is the most a bucket can have refilled from t0 to t1, as
+// far as the evidence goes: nothing when no bucket is plausible.
+func (p *policy) refillBetween(t0, t1 int64) float64 {
+	if p.plausible()&(1<<cBucket) == 0 || t1 <= t0 {
+		return 0
+	}
+	return p.rate(optimistic) * float64(t1-t0) / 1e9
 }
 
 // first takes in the first answer that said what was left of p: every
@@ -507,6 +522,14 @@ func (p *policy) notEnded(a *answer) {
 			b.hi = b.lo + max(a.ra, 1e9)
 		}
 	}
+	if !a.probe && !p.floors && p.rReset > p.rLo && p.plausible() == 1<<cBucket && p.limit > 1 {
+		// The bucket, alone in the running, let it through at the rate
+		// its resets implied: too fast. The server rounds what is left
+		// down, and its resets say what is missing only to a unit: the
+		// rate they imply is a unit in limit less, from now on.
+		p.floors = true
+		p.rReset = max(p.rLo, p.rReset*float64(p.limit-1)/float64(p.limit))
+	}
 }
 
 // resetEvidence takes in what an answer's reset and Retry-After say of
@@ -522,8 +545,14 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 	if o.HasRemaining && o.Remaining < p.limit && !a.refused {
 		// A bucket's reset is when it is full again: a rate to start
 		// from, until answers measure one (bucketRate) or show it wrong.
+		// A server that rounds what is left down (floors) misses up to a
+		// unit less than it says: the least rate is the one that refills
+		// that much by the latest the reset allows.
 		missing := float64(p.limit - o.Remaining)
-		if secs := float64(hi-a.at) / 1e9; secs > 0 {
+		if p.floors {
+			missing--
+		}
+		if secs := float64(hi-a.at) / 1e9; secs > 0 && missing > 0 {
 			p.rReset = max(p.rReset, missing/secs)
 		}
 	}

@@ -110,7 +110,15 @@ func TestFixedWindow(t *testing.T) {
 // TestFixedWindowAgainstServer guards the same against ratelimittest's fixed
 // window over a minute: after the first windows, each window's quota is
 // spent without a refusal, and its first request goes within a few ms of
-// the window's start, in every window (the window's phase must not creep).
+// the window's start. A window that opens at the client's first request
+// explains the same answers, and it creeps: the client lands a little
+// after the end it predicts (it sends 80% of half the round trip ahead),
+// so the window it opens ends a little later each time, 2 ms a window
+// here. Each delay is worth less than a refusal; together they are worth
+// one (the regret), and a probe then refutes the creeping candidate: the
+// delays it cost add up to about minProbeGain, and after it the first
+// request stays within a few ms of the window's start (a03ed81, on its
+// fitted rules: +12 ms in every window).
 func TestFixedWindowAgainstServer(t *testing.T) {
 	e := emulate(t, emu{
 		opts:    []ratelimittest.Option{ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}), ratelimittest.WithDialect(ratelimittest.IETF)},
@@ -120,6 +128,7 @@ func TestFixedWindowAgainstServer(t *testing.T) {
 	t.Logf("%d sends, %d refused, waits %v", len(e.sends), len(e.refused), e.whys)
 	require.LessOrEqual(t, len(e.refused), 1, "refused: %v", e.refused)
 	// Windows [k-0.37s, k+0.63s) of the run's time: the server's seconds.
+	var lost time.Duration
 	for k := 3; k < 59; k++ {
 		from := sec(k) - ms(370) - ms(10) // sent 10 ms before, it lands in the window
 		n := e.sentIn(from, from+sec(1))
@@ -131,8 +140,15 @@ func TestFixedWindowAgainstServer(t *testing.T) {
 				break
 			}
 		}
-		require.LessOrEqualf(t, first-from, ms(15), "window %d: its first request went at +%v", k, first-from)
+		lag := first - from
+		require.GreaterOrEqualf(t, lag, time.Duration(0), "window %d", k)
+		require.LessOrEqualf(t, lag, ms(50), "window %d: its first request went at +%v", k, lag)
+		if k >= 20 {
+			require.LessOrEqualf(t, lag, ms(10), "window %d: its first request went at +%v", k, lag)
+		}
+		lost += max(lag-ms(10), 0)
 	}
+	require.LessOrEqual(t, lost, 2*time.Duration(minProbeGain), "the creeping candidate's delays")
 }
 
 // ---------------------------------------------------------------------------
@@ -346,35 +362,42 @@ func TestNothingLatches(t *testing.T) {
 // every probe (and counts nothing of it), the refused probes stay within
 // probeBurst, plus probeShare of every admitted answer, plus what time
 // earns (one per probeTrickle windows, a second at least), whatever the
-// candidates' disagreement; and the misleading refusals cost at most 2% in
-// all.
+// candidates' disagreement. The lies also mislead the model (a true
+// candidate refuted, a window's end moved) until it revives what they
+// refuted, and that costs more than the probes, by an amount that swings
+// with the operating point (a fixed window of 10/s: 1.4-4.7% over round
+// trips of 15-40 ms): each run stays under 5%, and the runs together under
+// 3%.
 func TestProbeBudget(t *testing.T) {
+	sends, refused := 0, 0
 	for _, tt := range []struct {
 		name   string
 		policy ratelimittest.Policy
 		d      ratelimittest.Dialect
-		rtt    time.Duration
+		rtts   []time.Duration
 		window time.Duration // what the model takes the window to be
 	}{
-		{"a small-burst bucket", ratelimittest.Policy{Algorithm: ratelimittest.GCRA, Limit: 50, Window: time.Second, Burst: 6}, ratelimittest.XRateLimit, time.Millisecond, time.Second},
-		{"a fixed window", ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}, ratelimittest.IETF, 20 * time.Millisecond, time.Second},
-		{"a sliding log", ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 10, Window: time.Second}, ratelimittest.IETF, 20 * time.Millisecond, time.Second},
-		{"a token bucket", ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 20, Window: time.Second, Burst: 10}, ratelimittest.IETF, 20 * time.Millisecond, time.Second},
+		{"a small-burst bucket", ratelimittest.Policy{Algorithm: ratelimittest.GCRA, Limit: 50, Window: time.Second, Burst: 6}, ratelimittest.XRateLimit, []time.Duration{time.Millisecond}, time.Second},
+		{"a fixed window", ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}, ratelimittest.IETF, []time.Duration{ms(15), ms(20), ms(25), ms(30), ms(40)}, time.Second},
+		{"a sliding log", ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 10, Window: time.Second}, ratelimittest.IETF, []time.Duration{ms(20)}, time.Second},
+		{"a token bucket", ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 20, Window: time.Second, Burst: 10}, ratelimittest.IETF, []time.Duration{ms(20)}, time.Second},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			span := 10 * time.Minute
-			e := emulate(t, emu{
-				opts:    []ratelimittest.Option{ratelimittest.WithPolicy(tt.policy), ratelimittest.WithDialect(tt.d)},
-				workers: 16, latency: tt.rtt, span: span, refuseProbes: true,
+		for _, rtt := range tt.rtts {
+			t.Run(fmt.Sprintf("%s/rtt%v", tt.name, rtt), func(t *testing.T) {
+				span := 10 * time.Minute
+				e := emulate(t, emu{
+					opts:    []ratelimittest.Option{ratelimittest.WithPolicy(tt.policy), ratelimittest.WithDialect(tt.d)},
+					workers: 16, latency: rtt, span: span, refuseProbes: true,
+				})
+				per := max(probeTrickle*tt.window, probeTrickle*time.Second)
+				budget := probeBurst + probeShare*float64(e.admitted()) + float64(span/per) + 1
+				t.Logf("%d sends, %d admitted, %d refused (%d probes); budget %.1f", len(e.sends), e.admitted(), len(e.refused), e.probes, budget)
+				require.LessOrEqual(t, float64(e.probes), budget, "refused probes")
+				require.LessOrEqual(t, len(e.refused), len(e.sends)/20, "refused")
+				sends += len(e.sends)
+				refused += len(e.refused)
 			})
-			per := max(probeTrickle*tt.window, probeTrickle*time.Second)
-			budget := probeBurst + probeShare*float64(e.admitted()) + float64(span/per) + 1
-			t.Logf("%d sends, %d admitted, %d refused (%d probes); budget %.1f", len(e.sends), e.admitted(), len(e.refused), e.probes, budget)
-			require.LessOrEqual(t, float64(e.probes), budget, "refused probes")
-			// The lies mislead the model (a true candidate refuted, a
-			// window's end moved) until it revives what they refuted:
-			// they cost a little more than the probes.
-			require.LessOrEqual(t, len(e.refused), len(e.sends)/50, "refused")
-		})
+		}
 	}
+	require.LessOrEqual(t, refused, sends*3/100, "refused in all the runs")
 }

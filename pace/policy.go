@@ -73,6 +73,10 @@ type policy struct {
 	// 0: no upper bound known), as answers measured it; rReset is the rate
 	// its resets imply, taken until answers show it wrong.
 	rLo, rHi, rReset float64
+	// floors records a refusal that the rate from the resets let
+	// through: the server rounds what is left down, and its resets imply
+	// a unit less (see resetEvidence).
+	floors bool
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).
@@ -80,8 +84,13 @@ type policy struct {
 	probeTokens float64 // see probeShare
 	trickled    int64   // when trickle last earned
 	lastAdmit   int64   // when a unit of the client's was last admitted
-	probeFor    uint8
-	probeParam  uint8 // of probeFor, those whose cautious view said no
+	// regret is how long, since the last probe, the cautious candidate
+	// alone held the client back while another said it had room (the
+	// measure of the union of those spans, which end at regretTo): many
+	// small delays, each worth less than a refusal, add up to one.
+	regret, regretTo int64
+	probeFor         uint8
+	probeParam       uint8 // of probeFor, those whose cautious view said no
 	// resets counts the answers whose reset contradicted the windows'
 	// bounds, less those whose reset agreed.
 	resets int

@@ -378,11 +378,18 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		}
 	}
 	gain := p.probeGain(k)
+	if soon < at && at != never {
+		// Waiting from soon to at is the cautious candidate's doing.
+		if from := max(soon, p.regretTo); at > from {
+			p.regret = min(p.regret+at-from, maxHorizon)
+			p.regretTo = at
+		}
+	}
 	debugf("hold at %.3f: need %d inflight %d cautious %+.3f (%v) soon %+.3f opt %+.3f %s", float64(now%1e12)/1e9, need, inflight, float64(at-arrive)/1e9, slowest, float64(soon-arrive)/1e9, float64(opt-arrive)/1e9, p.dump(arrive))
 	lead := arrive - now
 	p.trickle(now)
 	canProbe := p.probe == 0 && p.probeTokens >= 1
-	if canProbe && at-arrive >= gain {
+	if canProbe && (at-arrive >= gain || soon == arrive && p.regret >= gain) {
 		// Waiting for the cautious candidate costs more than a refusal:
 		// test the candidates that say there is room now, as they are
 		// (a refusal refutes them), or else the parameters that do.
@@ -401,18 +408,20 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		if whole != 0 {
 			p.probeFor, p.probeParam = whole, 0
 			p.probeTokens--
+			p.regret = 0
 			return holdResult{ok: true, probe: true}
 		}
 		if param != 0 && soon-arrive >= gain {
 			p.probeFor, p.probeParam = param, param
 			p.probeTokens--
+			p.regret = 0
 			return holdResult{ok: true, probe: true}
 		}
 	}
 	switch {
 	case canProbe && opt < at && at-opt >= gain && soon-opt >= gain:
 		at = opt // a probe of parameters may go then
-	case canProbe && soon < at && at-soon >= gain:
+	case canProbe && soon < at && (at-soon >= gain || p.regret >= gain):
 		at = soon // a probe of a candidate may go then
 	}
 	r := holdResult{why: WhyQuota, definite: p.probe == 0 && !k.inFlightIn(p.bucket)}
