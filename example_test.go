@@ -114,7 +114,10 @@ func ExampleRateLimitError() {
 
 // A test of your own client can run an emulated API and headway on one
 // ratelimittest.ManualClock: nothing sleeps on the real clock, and the
-// client waits exactly what the server says.
+// client waits what the server's answers imply. (Two requests a second
+// could be a bucket refilling one every half second or a window: the
+// third request tests the bucket, is refused, and the rest wait for the
+// window.)
 func ExampleWithClock() {
 	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
@@ -142,5 +145,5 @@ func ExampleWithClock() {
 	}
 	st := srv.Stats()
 	fmt.Println("served:", st.Served, "refused:", st.Rejected, "fake seconds:", clock.Now().Sub(start).Truncate(time.Second).Seconds())
-	// Output: served: 5 refused: 0 fake seconds: 2
+	// Output: served: 5 refused: 1 fake seconds: 2
 }

@@ -10,7 +10,7 @@ var debugOn = os.Getenv("PACE_DEBUG") != ""
 
 func debugf(format string, args ...any) {
 	if debugOn {
-		fmt.Printf("          · "+format+"\n", args...)
+		fmt.Fprintf(os.Stderr, "          · "+format+"\n", args...)
 	}
 }
 

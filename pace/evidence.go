@@ -522,14 +522,6 @@ func (p *policy) notEnded(a *answer) {
 			b.hi = b.lo + max(a.ra, 1e9)
 		}
 	}
-	if !a.probe && !p.floors && p.rReset > p.rLo && p.plausible() == 1<<cBucket && p.limit > 1 {
-		// The bucket, alone in the running, let it through at the rate
-		// its resets implied: too fast. The server rounds what is left
-		// down, and its resets say what is missing only to a unit: the
-		// rate they imply is a unit in limit less, from now on.
-		p.floors = true
-		p.rReset = max(p.rLo, p.rReset*float64(p.limit-1)/float64(p.limit))
-	}
 }
 
 // resetEvidence takes in what an answer's reset and Retry-After say of
@@ -545,15 +537,32 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 	if o.HasRemaining && o.Remaining < p.limit && !a.refused {
 		// A bucket's reset is when it is full again: a rate to start
 		// from, until answers measure one (bucketRate) or show it wrong.
-		// A server that rounds what is left down (floors) misses up to a
-		// unit less than it says: the least rate is the one that refills
-		// that much by the latest the reset allows.
-		missing := float64(p.limit - o.Remaining)
-		if p.floors {
-			missing--
-		}
-		if secs := float64(hi-a.at) / 1e9; secs > 0 && missing > 0 {
-			p.rReset = max(p.rReset, missing/secs)
+		// Each answer bounds the rate: what is missing over the latest
+		// and the earliest the reset allows, or, if the server rounds
+		// what is left down, a unit less over the latest. The resets
+		// imply the least rate the bounds of every answer allow, taking
+		// them as exact while they agree, as rounded down when only
+		// that makes them agree. When nothing does (a window's reset
+		// keeps its instant while what is missing grows), they are no
+		// bucket's: the bucket is refuted, and its bounds start again.
+		m := float64(p.limit - o.Remaining)
+		if slo, shi := float64(lo-a.at)/1e9, float64(hi-a.at)/1e9; shi > 0 {
+			p.rExact = max(p.rExact, m/shi)
+			p.rFloor = max(p.rFloor, (m-1)/shi)
+			if slo > 0 && (p.rUpper == 0 || m/slo < p.rUpper) {
+				p.rUpper = m / slo
+			}
+			switch {
+			case p.rUpper == 0 || p.rExact <= p.rUpper:
+				p.rReset = p.rExact
+			case p.rFloor <= p.rUpper:
+				p.rReset = p.rFloor
+			default:
+				p.rReset, p.rExact, p.rFloor, p.rUpper = 0, 0, 0, 0
+				if p.alive&(1<<cBucket) != 0 {
+					p.refute(1<<cBucket, a.at)
+				}
+			}
 		}
 	}
 	p.rollWindows(a.at)

@@ -73,10 +73,11 @@ type policy struct {
 	// 0: no upper bound known), as answers measured it; rReset is the rate
 	// its resets imply, taken until answers show it wrong.
 	rLo, rHi, rReset float64
-	// floors records a refusal that the rate from the resets let
-	// through: the server rounds what is left down, and its resets imply
-	// a unit less (see resetEvidence).
-	floors bool
+	// rExact, rFloor and rUpper are the bounds on the refill rate that
+	// the resets imply, read as a bucket's time until full (see
+	// resetEvidence): the least with what is left exact, the least with
+	// it rounded down, and the most (0: none yet).
+	rExact, rFloor, rUpper float64
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).
