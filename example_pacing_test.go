@@ -56,7 +56,13 @@ func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
 // A GitHub-style API with a primary limit (5,000 requests an hour, the
 // "core" resource) and a secondary one (here 10 requests a second): headway
 // reads both from X-RateLimit-* and the 429s' Retry-After, and 40 parallel
-// requests are spread so that none is refused.
+// requests are spread at the secondary limit's pace. Ten a second could be
+// a window or a bucket refilling one every tenth of a second, among
+// others: until the answers tell, headway tests the faster explanation
+// with a request, which this server refuses. How many such tests it takes
+// depends on the order in which the goroutines run (one in most runs,
+// sometimes two to four); the probe budget keeps them under 1% of a long
+// run's requests.
 func Example_gitHub() {
 	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"login":"octocat"}`) })
@@ -82,8 +88,8 @@ func Example_gitHub() {
 	}
 	wg.Wait()
 	st := srv.Stats()
-	fmt.Println("served:", st.Served, "refused:", st.Rejected)
-	// Output: served: 40 refused: 0
+	fmt.Println("served:", st.Served, "refused at most 4:", st.Rejected <= 4)
+	// Output: served: 40 refused at most 4: true
 }
 
 // An OpenAI-style API counts tokens per minute as well as requests. Each

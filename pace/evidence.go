@@ -57,15 +57,24 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		p.first(a, o, r, cost)
 		return
 	}
-	older := r >= p.obsRem && (a.at-p.obsAt <= a.k.orderSlack() || admitted && a.sent <= p.obsAt && r-p.obsRem <= p.early && float64(r-p.obsRem) > p.refillBetween(p.obsAt, a.at))
+	surplus := r - p.obsRem
+	var older bool
+	if surplus >= 0 {
+		ret := p.returnsBetween(a, r, p.since+cost)
+		older = a.at-p.obsAt <= a.k.orderSlack() && !math.IsInf(ret, 1) ||
+			a.sent <= p.obsAt && (float64(surplus) > ret ||
+				admitted && p.early >= cost && surplus <= p.booked && float64(surplus) > p.refillBetween(p.obsAt, a.at))
+	}
 	if older || a.at < p.obsAt && p.rolledAt == p.obsAt {
 		// Counted before the newest answer: it found more left, and it
 		// was not counted so much later that the quota can have come
-		// back meanwhile, or it was in flight when the newest was
-		// counted, and what it found more left is no more than that
-		// answer booked as counted before their answers (see check)
-		// and more than a bucket can have refilled in between. (The instants alone
-		// do not order them: a request that opened a connection spent
+		// back meanwhile (nor as if a window ended between), or it was in flight when the newest was
+		// counted and found more left than can have come back since,
+		// as far as the candidates in the running say, or, while units
+		// that answer booked as counted before their answers (see check)
+		// are still unanswered, no more than it booked and more than a
+		// bucket refills meanwhile. (The instants
+		// alone do not order them: a request that opened a connection spent
 		// most of its round trip on its way there, and answers to
 		// requests in flight together come back in any order; the
 		// count, which only falls between returns, does.) The newest
@@ -118,6 +127,49 @@ func (p *policy) refillBetween(t0, t1 int64) float64 {
 	return p.rate(optimistic) * float64(t1-t0) / 1e9
 }
 
+// returnsBetween is the most of the quota that the candidates in the
+// running say can have come back from the newest answer to a, which
+// found r left with since units of the client's counted after the newest:
+// all of it, where a window may have ended between and r is what a fresh
+// one would show; what a sliding log counted a window before; a counter's
+// share of a window's quota; a bucket's refill at the fastest rate the
+// evidence allows.
+func (p *policy) returnsBetween(a *answer, r, since int64) float64 {
+	t0, t1 := p.obsAt, a.at
+	if t1 <= t0 {
+		return 0
+	}
+	pl := p.plausible()
+	most := 0.0
+	for c := range nCand {
+		if pl&(1<<c) == 0 {
+			continue
+		}
+		switch candidate(c) {
+		case cWindow, cAnchored:
+			b := p.win[c]
+			if (!b.known() || b.lo <= t1) && float64(r) >= p.freshFloor(a, since, 1+p.ambiguous(a)) {
+				return math.Inf(1)
+			}
+		case cLog:
+			if w := p.logWindow(); w > 0 {
+				most = max(most, float64(p.own.sum(t0-w, t1-w)+p.logF.sum(t0-w, t1-w)))
+			} else {
+				return math.Inf(1)
+			}
+		case cCounter:
+			if w := p.period.hi; w > 0 {
+				most = max(most, float64(p.limit)*float64(t1-t0)/float64(w)+1)
+			} else {
+				return math.Inf(1)
+			}
+		case cBucket:
+			most = max(most, p.rate(optimistic)*float64(t1-t0)/1e9)
+		}
+	}
+	return most
+}
+
 // first takes in the first answer that said what was left of p: every
 // candidate starts from it. What the server counted besides the request is
 // booked, for the ledger-based candidates, at the answer's instant.
@@ -167,10 +219,12 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 	// What every candidate misses may be the client's own requests in
 	// flight, counted before their answers: book them so.
 	var mine int64
+	p.booked = 0
 	if !math.IsInf(minShort, 1) && minShort >= 1 {
 		mine = min(int64(minShort), a.k.inflightBy(p, a.at)-p.early)
 		if mine > 0 {
 			p.early += mine
+			p.booked = mine
 			p.own.add(a.at, mine, p.quantum())
 			p.ownCum += mine
 		} else {

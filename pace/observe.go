@@ -202,9 +202,12 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 	}
 }
 
-// observeRTT takes in one round trip.
+// observeRTT takes in one round trip. One of zero is one too (a clock
+// that did not move meanwhile: a test's, or a coarse one): the least
+// round trip is then zero, and requests sent together with one may have
+// reached the server first.
 func (k *keyState) observeRTT(rtt int64) {
-	if rtt <= 0 {
+	if rtt < 0 {
 		return
 	}
 	if k.rtt == 0 {

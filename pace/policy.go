@@ -32,8 +32,9 @@ type policy struct {
 	// end: answers counted before it are from the window before.
 	rolledAt int64
 	// since counts the client's units counted after that answer; early
-	// those of its requests still in flight that answers showed counted.
-	since, early int64
+	// those of its requests still in flight that answers showed counted;
+	// booked those that the newest answer showed counted before it.
+	since, early, booked int64
 	// last is when an answer last spoke of it, by the client's clock.
 	last int64
 
