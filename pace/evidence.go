@@ -198,9 +198,6 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 		tol := p.tolerance(candidate(c), a, amb)
 		pred := float64(p.limit) - p.countedForCheck(candidate(c), a.at, prevAt, prevRem, since)
 		diff := float64(r) - pred
-		if diff != 0 {
-			debugf("check %v at %.3f: r=%d pred=%.1f diff=%.1f tol=%d since=%d prevRem=%d", candidate(c), float64(a.at%1e12)/1e9, r, pred, diff, tol, since, prevRem)
-		}
 		if diff > float64(tol) {
 			diff = p.explainSurplus(candidate(c), a, r, prevAt, prevRem, since, diff, tol)
 			if diff > float64(tol) {
@@ -349,7 +346,6 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 		} else {
 			*b = bounds{}
 		}
-		debugf("window %v rolled at %.3f (prev %.3f): next end [%.3f %.3f]", c, float64(a.at%1e12)/1e9, float64(prevAt%1e12)/1e9, float64(b.lo%1e12)/1e9, float64(b.hi%1e12)/1e9)
 		p.rolledAt = a.at
 		return 0
 	case cLog:
@@ -419,7 +415,6 @@ func (p *policy) raiseRate(r float64) {
 	if r <= p.rLo {
 		return
 	}
-	debugf("rate %.3g -> %.3g", p.rLo, r)
 	p.rLo = r
 	if p.rHi > 0 && p.rHi < p.rLo {
 		p.rHi = 0 // the refusals that bounded it were others' doing
@@ -629,7 +624,6 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 		case nb.hi < b.lo || nb.lo > b.hi:
 			// The reset points elsewhere than the window's end: the
 			// server's resets are not a window's, or the bounds were wrong.
-			debugf("window %v: reset [%.3f %.3f] outside [%.3f %.3f]", c, float64(nb.lo%1e12)/1e9, float64(nb.hi%1e12)/1e9, float64(b.lo%1e12)/1e9, float64(b.hi%1e12)/1e9)
 			p.resets++
 			*b = nb
 		default:

@@ -40,12 +40,6 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	k.clock.observe(ls.at, t, date)
 	k.observeRTT(t - ls.at)
 	ans := answer{l: &ls, at: k.arrival(ls.at, t), sent: ls.at, recv: t, date: date, k: k, refused: refusal(obs)}
-	if ans.refused {
-		debugf("REFUSED %d %s", ls.seq, debugGrants[ls.seq])
-	}
-	if debugOn && len(obs.Policies) > 0 {
-		debugf("answer %d sent %.3f at %.3f r=%d", ls.seq, float64(ls.at%1e12)/1e9, float64(ans.at%1e12)/1e9, obs.Policies[0].Remaining)
-	}
 	if obs.HasRetryAfter {
 		ans.ra = int64(min(obs.RetryAfter, time.Duration(cfg.maxPause())))
 	}
@@ -112,7 +106,6 @@ func (p *policy) outcome(a *answer) {
 	if p.probe != a.l.seq {
 		return
 	}
-	debugf("probe %d answered refused=%v for %05b param %05b", a.l.seq, a.refused, p.probeFor, p.probeParam)
 	if !a.refused {
 		// Admitted: it cost no refusal, and the budget is the refusals'.
 		p.probeTokens = min(p.probeTokens+1, probeBurst)

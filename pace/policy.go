@@ -176,7 +176,6 @@ const scoreDecay = 0.9
 
 // refute sets candidates cs aside at now (server instant).
 func (p *policy) refute(cs uint8, now int64) {
-	debugf("refute %05b at %.3f", cs, float64(now%1e12)/1e9)
 	for c := range nCand {
 		if cs&(1<<c) != 0 {
 			p.refuted[c] = now
@@ -197,7 +196,6 @@ func (p *policy) revive(now int64) {
 	after := max(reviveWindows*p.period.hi, int64(reviveFloor))
 	for c := range nCand {
 		if p.alive&(1<<c) == 0 && now-p.refuted[c] > after {
-			debugf("revive %v at %.3f (refuted %.3f)", candidate(c), float64(now%1e12)/1e9, float64(p.refuted[c]%1e12)/1e9)
 			p.alive |= 1 << c
 			p.score[c] = 0
 		}

@@ -243,16 +243,8 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 		return Decision{At: time.Unix(0, at), Definite: w.definite, Why: w.why, Detail: w.detail}
 	}
 	l := k.grant(t, req, h, bname, first, cfg)
-	if debugOn {
-		debugf("grant %d at %.3f", l.seq, float64(t%1e12)/1e9)
-		for i := range k.policies {
-			p := &k.policies[i]
-			debugGrants[l.seq] = fmt.Sprintf("[%d/%d] granted at %.3f first=%v: rem %d since %d inflight %d %s", i, len(k.policies), float64(t%1e12)/1e9, first, p.obsRem, p.since, k.inflight(p), p.dump(t))
-		}
-	}
 	for _, i := range probes[:np] {
 		k.policies[i].probe = l.seq
-		debugf("probe %d granted for %05b", l.seq, k.policies[i].probeFor)
 	}
 	s.touch(t, cfg)
 	return Decision{OK: true, Lease: Lease{l: l}}
@@ -391,7 +383,6 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			p.regretTo = at
 		}
 	}
-	debugf("hold at %.3f: need %d inflight %d cautious %+.3f (%v) soon %+.3f opt %+.3f %s", float64(now%1e12)/1e9, need, inflight, float64(at-arrive)/1e9, slowest, float64(soon-arrive)/1e9, float64(opt-arrive)/1e9, p.dump(arrive))
 	lead := arrive - now
 	p.trickle(now)
 	canProbe := p.probe == 0 && p.probeTokens >= 1
@@ -442,7 +433,6 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	case at <= arrive:
 		// A candidate's arithmetic lands on now although it said no:
 		// look again a little later rather than at once.
-		debugf("hold: no room, but every candidate says now")
 		r.definite = false
 		at = now + int64(pollStep)
 	default:
