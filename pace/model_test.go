@@ -337,7 +337,11 @@ func TestNothingLatches(t *testing.T) {
 			t.Logf("%v refuted by a probe's refusal at +%v", c, time.Duration(at-unixNano(t0)))
 		}
 		t.Logf("refused at %v", refused)
-		require.NotEmpty(t, refutedAt, "no probe's refusal refuted a candidate")
+		// Whether a probe's refusal refutes anything here depends on
+		// the order in which the model tests its candidates (some
+		// versions refuted the bucket at about +20 s; 8412172's probes
+		// of the bucket's rate only bound it): what was refuted must be
+		// considered again, and the refusals stay within the budget.
 		p := &y.st.k.policies[0]
 		for c, at := range refutedAt {
 			if at+int64(revive) > unixNano(end) {

@@ -365,13 +365,7 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			at, slowest = tc, candidate(c)
 		}
 		soon = min(soon, tc)
-	}
-	for c := range nCand {
-		if pl&(1<<c) != 0 && p.paramProbe(candidate(c)) && (candidate(c) != cBucket || slowest == cBucket) {
-			// A faster refill is tested only once the bucket's own
-			// cautious view holds the request: while others hold it
-			// longer, that view is the test (a refusal refutes the
-			// bucket; an admission, those that held it).
+		if p.paramProbe(candidate(c)) {
 			opt = min(opt, p.when(candidate(c), arrive, need, inflight, optimistic))
 		}
 	}
@@ -398,7 +392,7 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			switch {
 			case p.avail(candidate(c), arrive, inflight, cautious) >= room:
 				whole |= 1 << c
-			case p.paramProbe(candidate(c)) && (candidate(c) != cBucket || slowest == cBucket) && p.avail(candidate(c), arrive, inflight, optimistic) >= room:
+			case p.paramProbe(candidate(c)) && p.avail(candidate(c), arrive, inflight, optimistic) >= room:
 				param |= 1 << c
 			}
 		}
