@@ -85,12 +85,15 @@ var tableFailures = map[string]struct {
 	failed int
 	why    string
 }{
-	"fixed-window/shopify":    {63, whyShopify},
-	"sliding-log/shopify":     {63, whyShopify},
-	"sliding-counter/shopify": {31, whyShopify},
+	"fixed-window/shopify":    {200, whyShopify},
+	"sliding-log/shopify":     {200, whyShopify},
+	"sliding-counter/shopify": {200, whyShopify},
 }
 
-const whyShopify = "Shopify's used/capacity says neither when the quota returns nor over what window: a window's return is bounded by a minute only, so once the quota is spent requests wait up to 60 s, past their 1-minute timeout"
+// whyShopify: 63, 63 and 31 failed on 5be841c; 200 each since 26ccd02,
+// where the time-earned probes (trickle) go only where a candidate says
+// when to test, and none does here.
+const whyShopify = "Shopify's used/capacity says neither when the quota returns nor over what window: no candidate says when it returns, nothing tests it, and once the first 100 are spent the rest wait until a bound of 10 minutes, past their 1-minute timeout"
 
 var trace = flag.String("sim.trace", "", "print every exchange of the scenario with this name")
 
