@@ -195,8 +195,10 @@ func (f *fleet) do(c int, client *http.Client) outcome {
 
 // ideal returns the least time in which a server with policy, started at
 // start, admits n requests: an oracle sends each request the first
-// millisecond the server would admit it, as internal/sim's does, plus one
-// round trip (the quickest request of the run).
+// millisecond the server would admit it, one after another, plus one round
+// trip (the quickest request of the run). It is simpler than internal/sim's
+// (whose ideal workers each wait for their previous answer, and which asks
+// the server without spending): a fleet's requests are not one worker's.
 func (r *run) ideal(t *testing.T, policy ratelimittest.Policy, n int) time.Duration {
 	t.Helper()
 	clock := ratelimittest.NewManualClock(r.start)
