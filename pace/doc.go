@@ -44,9 +44,15 @@
 // that needs much more of it than the best one is set aside. A quota that
 // says nothing (no headers) has admitted or refused as its evidence.
 // Resets, Retry-After and the window's length are evidence too: they bound
-// a candidate's parameters (where a window ends, how fast a bucket fills),
-// never the schedule by themselves; a Retry-After is still obeyed as a
-// pause of the quota's bucket.
+// a candidate's parameters (where a window ends, how fast a bucket fills:
+// what is missing over the latest and the earliest instant the reset
+// allows, a unit less if the server rounds what is left down; resets that
+// no bucket's time until full explains refute the bucket), never the
+// schedule by themselves; a Retry-After is still obeyed as a pause of the
+// quota's bucket. Answers are ordered by what can have returned between
+// them, not by their instants alone: requests in flight together come back
+// in any order, and one that found more left than can have come back since
+// the newest was counted before it.
 //
 // Sending follows from the survivors:
 //
@@ -55,18 +61,25 @@
 //     is. A sliding log, say, is then paced by the client's own oldest
 //     admission in the window, which returns one window after it.
 //   - When the survivors disagree and waiting for the cautious one costs
-//     more than a refusal would, one request goes at the instant the
-//     optimistic one allows: a probe. A refusal refutes that candidate (one
-//     429); an admission refutes those that said no. One probe is in flight
-//     per policy at most, so an unknown limit, or a small-burst bucket's true
-//     rate, is learnt with a bounded number of refusals, not one per cycle.
+//     more than a refusal would (a few round trips, 100 ms at least), or
+//     its small delays have added up to that much since the last probe,
+//     one request goes at the instant the optimistic one allows: a probe.
+//     A refusal refutes that candidate, or bounds the parameter it tested
+//     (one 429); an admission leaves the evidence to refute those that said
+//     no. One probe is in flight per policy at most, and probes are
+//     budgeted: a hundredth of one per admitted request, two to start
+//     with, and one per eight windows of a policy that admits nothing, so
+//     an unknown limit, or a small-burst bucket's true rate, is learnt with
+//     a bounded number of refusals, not one per cycle.
 //   - Requests in flight count against every candidate until answered, and
-//     a request is taken to reach the server half a round trip after it
-//     leaves.
+//     a request is taken to reach the server 80% of half the least recent
+//     round trip after it leaves.
 //
-// Nothing latches: a refuted candidate is considered again once its
-// refutation is old (when every candidate is refuted, all are considered
-// again at once), and parameters are bounds that later answers move.
+// Nothing latches: a refuted candidate is considered again after 64 of the
+// policy's windows or a minute, whichever is longer (the last candidate
+// standing is never refuted: every explanation failing means the evidence
+// misled or the server changed), and parameters are bounds that later
+// answers move.
 //
 // Pauses (a Retry-After, a 403 or 429 of a secondary limit) belong to the
 // server-named bucket that was refused (GitHub's resource, Discord's bucket,
