@@ -41,8 +41,9 @@
 // candidate explains is booked, for that candidate, as spending by others
 // (another process, another client on the same quota) at the answer's
 // instant, and ages as that candidate says such spending does; a candidate
-// that needs much more of it than the best one is set aside. A quota that
-// says nothing (no headers) has admitted or refused as its evidence.
+// that needs much more of it than the best one is set aside. A server that
+// says nothing (no headers) has admitted or refused as its only evidence
+// (see "A server that says nothing" below).
 // Resets, Retry-After and the window's length are evidence too: they bound
 // a candidate's parameters (where a window ends, how fast a bucket fills:
 // what is missing over the latest and the earliest instant the reset
@@ -80,6 +81,46 @@
 // standing is never refuted: every explanation failing means the evidence
 // misled or the server changed), and parameters are bounds that later
 // answers move.
+//
+// # A server that says nothing
+//
+// A server that sends no rate-limit headers is modelled the same way, with
+// a fixed set of candidates and admitted or refused as the evidence: a
+// sliding log or a fixed window on the server's clock, of each of 20
+// windows from 10 ms to an hour, and a bucket of each of 24 rates from
+// 1000/s to one a minute (the windows and rates rate limiters are
+// configured with). Each candidate's other parameter, its limit (a
+// window's count, a bucket's capacity), is bounded from both sides by the
+// client's ledger of arrivals, weighed in the order they reached the
+// server: an admission proves the limit is at least what the window (or
+// bucket) then held, counting only what was certainly in it; a refusal,
+// that it is at most what it held, refused arrivals included (some servers
+// count them). Bounds that cross refute the candidate; a Retry-After
+// refutes those that would admit nothing until well after it.
+//
+// Nothing is held back until the first refusal (the arrivals are only
+// kept, and weighed then). After it a request goes when every surviving
+// candidate, at the limit it has proven, admits it. Where they disagree by
+// more than the arrivals' margin, bursts of probes test them: the first at
+// 100 ms after the last admission, each after a refused one twice as far
+// from the search's start (so a few refusals pass many candidates and the
+// wait at most doubles), at the latest instant a candidate allows within
+// that horizon; after an admitted one at once, with as many probes as the
+// soonest candidate admits and one more than any that holds the request
+// back would at the most it may allow (doubling from one, as TCP's slow
+// start, up to 16), so that a slow bucket is refuted in one round trip. A
+// refusal refutes the candidates that allowed it, an admission those that
+// did not. The probes' budget is eight refusals to start with, a hundredth
+// per admission and one per five seconds.
+//
+// When every candidate is refuted (a sliding counter, another client's
+// spending, a server none describes), the envelope takes over: the sliding
+// logs' proven limits all hold together (as the envelope of a token
+// bucket's admissions does), each once the ledger spans twice its window;
+// a refusal bounds the window nearest its limit, and probes raise the
+// limits one at a time. The first burst costs what was in flight when the
+// first refusal came; from then on a server one candidate describes is
+// paced at its limit.
 //
 // Pauses (a Retry-After, a 403 or 429 of a secondary limit) belong to the
 // server-named bucket that was refused (GitHub's resource, Discord's bucket,

@@ -26,7 +26,7 @@ var ErrBadState = errors.New("pace: unreadable state")
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB1
+const stateFormat = 0xB2
 
 // maxStrings bounds the strings an encoding refers back to (see
 // encoder.str).
@@ -346,18 +346,41 @@ func (e *encoder) send(s quotaSend, seq uint64, sent int64) {
 
 func (e *encoder) silent(a *silent) {
 	e.bool(a.on)
-	e.f(a.max)
-	e.time(a.throttled)
+	e.i(a.onAt)
+	e.ledger(&a.own)
+	e.ledger(&a.ref)
+	e.u(a.alive)
+	for i := range a.lo {
+		e.i(a.lo[i])
+		e.i(a.hi[i])
+	}
+	for i := range a.tat {
+		e.i(a.tat[i])
+		e.i(a.tatAll[i])
+	}
+	e.u(a.probe)
+	e.i(a.probeLeft)
+	e.bool(a.probeRefused)
 	e.f(a.tokens)
-	e.time(a.filled)
-	e.f(a.measured)
-	e.i(int64(a.count))
-	e.time(a.since)
-	e.time(a.cut)
-	e.i(int64(a.admitted))
-	e.time(a.first)
-	e.i(int64(a.streak))
-	e.time(a.backed)
+	e.i(a.earned)
+	e.i(a.base)
+	e.i(a.horizon)
+	e.bool(a.admitted)
+	e.i(a.burst)
+	e.bool(a.envelope)
+	e.n(len(a.pend))
+	var at int64
+	for _, p := range a.pend {
+		e.pending(p, at)
+		at = p.at
+	}
+}
+
+// pending writes p, which follows the pending answer at at.
+func (e *encoder) pending(p pendingAnswer, at int64) {
+	e.i(p.at - at)
+	e.i(p.ra)
+	e.bool(p.refused)
 }
 
 // decoder reads a state's fields from b. The first error sticks: every
@@ -547,6 +570,7 @@ var (
 	minSend    = encodedLen(func(e *encoder) { e.send(quotaSend{}, 0, 0) })
 	minRoute   = encodedLen(func(e *encoder) { e.route(route{}) })
 	minQuotaIx = encodedLen(func(e *encoder) { e.i(0) })
+	minPending = encodedLen(func(e *encoder) { e.pending(pendingAnswer{}, 0) })
 )
 
 func encodedLen(f func(*encoder)) int {
@@ -723,16 +747,34 @@ func (d *decoder) quota(q *quotaState) {
 
 func (d *decoder) silent(a *silent) {
 	a.on = d.bool()
-	a.max = d.f()
-	a.throttled = d.time()
+	a.onAt = d.i()
+	d.ledger(&a.own)
+	d.ledger(&a.ref)
+	a.alive = d.u()
+	for i := range a.lo {
+		a.lo[i] = d.i()
+		a.hi[i] = d.i()
+	}
+	for i := range a.tat {
+		a.tat[i] = d.i()
+		a.tatAll[i] = d.i()
+	}
+	a.probe = d.u()
+	a.probeLeft = d.i()
+	a.probeRefused = d.bool()
 	a.tokens = d.f()
-	a.filled = d.time()
-	a.measured = d.f()
-	a.count = d.int()
-	a.since = d.time()
-	a.cut = d.time()
-	a.admitted = d.int()
-	a.first = d.time()
-	a.streak = d.int()
-	a.backed = d.time()
+	a.earned = d.i()
+	a.base = d.i()
+	a.horizon = d.i()
+	a.admitted = d.bool()
+	a.burst = d.i() // used clamped (see hold)
+	a.envelope = d.bool()
+	if n := d.count(minPending); n > 0 {
+		a.pend = make([]pendingAnswer, n)
+		var at int64
+		for j := range a.pend {
+			at += d.i()
+			a.pend[j] = pendingAnswer{at: at, ra: d.i(), refused: d.bool()}
+		}
+	}
 }

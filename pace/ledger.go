@@ -25,7 +25,10 @@ type entry struct {
 const maxLedger = 256
 
 // add records n units counted at at, merging as the type says.
-func (l *ledger) add(at, n, quantum int64) {
+func (l *ledger) add(at, n, quantum int64) { l.addUpTo(at, n, quantum, maxLedger) }
+
+// addUpTo is add with most entries at most.
+func (l *ledger) addUpTo(at, n, quantum int64, most int) {
 	if n <= 0 {
 		return
 	}
@@ -50,7 +53,7 @@ func (l *ledger) add(at, n, quantum int64) {
 	l.e = append(l.e, entry{})
 	copy(l.e[i+1:], l.e[i:])
 	l.e[i] = entry{at: at, n: n}
-	if len(l.e) > maxLedger {
+	if len(l.e) > most {
 		l.squeeze()
 	}
 }

@@ -90,10 +90,12 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 			k.quotas[qi].answered(ls.seq, t)
 		}
 	}
+	if len(obs.Policies) == 0 && len(k.policies) == 0 && (ans.refused || obs.Status < 500) {
+		// (A 5xx says nothing of the rate: neither admitted nor refused.)
+		k.silent.answered(k, &ans)
+	}
 	if ans.refused || obs.Status == http.StatusServiceUnavailable && obs.HasRetryAfter {
 		k.pause(&ans, obs, bname, cfg)
-	} else if len(obs.Policies) == 0 {
-		k.silent.accepted(now)
 	}
 	s.touch(t, cfg)
 }
@@ -178,14 +180,6 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 		}
 		return
 	}
-	if len(obs.Policies) == 0 && len(k.policies) == 0 && a.refused {
-		k.silent.throttle(time.Unix(0, a.recv), time.Unix(0, a.sent), time.Duration(a.ra))
-		if a.ra <= 0 {
-			if d := k.silent.backOff(time.Unix(0, a.recv), time.Unix(0, a.sent)); d > 0 {
-				until, why = a.recv+int64(d), "429 without rate-limit headers"
-			}
-		}
-	}
 	until = min(until, a.recv+cfg.maxPause())
 	if until > b.pause {
 		b.pause, b.why = until, why
@@ -234,7 +228,6 @@ func (s *State) Cancel(l Lease, cfg *Config) {
 		return
 	}
 	k.endProbes(ls.seq)
-	k.silent.refund()
 	qs := cfg.quotas()
 	for _, qi := range ls.quotas {
 		if qi >= 0 && qi < len(k.quotas) && qi < len(qs) {

@@ -102,7 +102,8 @@ const (
 	// refill rate.
 	WhyRefill
 	// WhyAdaptive: the server sends no rate-limit headers and refused
-	// requests; the rate learnt from its refusals spaces them.
+	// requests; the window and limit learnt from what it admitted and
+	// refused (the Detail names the candidate) hold the request.
 	WhyAdaptive
 	// WhyDeclared: a quota declared by the user has nothing left.
 	WhyDeclared
@@ -122,7 +123,7 @@ func (w Why) String() string {
 	case WhyRefill:
 		return "pacing to the quota's refill rate"
 	case WhyAdaptive:
-		return "pacing to the rate learnt from 429s"
+		return "pacing to the limit learnt from 429s"
 	case WhyDeclared:
 		return "declared quota exhausted"
 	default:
@@ -216,9 +217,13 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 			np++
 		}
 	}
+	silentProbe := false
 	if len(k.policies) == 0 {
-		if at, ok := k.silent.hold(t); !ok {
-			w.later(at, true, WhyAdaptive, fmt.Sprintf("%.3g requests/s", k.silent.Rate(time.Unix(0, t))))
+		switch h := k.silent.hold(k, t); {
+		case !h.ok:
+			w.later(h.at, h.definite, WhyAdaptive, silentNames[h.why])
+		case h.probe:
+			silentProbe = true
 		}
 	}
 	qs := cfg.quotas()
@@ -246,6 +251,9 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 	for _, i := range probes[:np] {
 		k.policies[i].probe = l.seq
 	}
+	if silentProbe && k.silent.probe == 0 {
+		k.silent.probe = l.seq
+	}
 	s.touch(t, cfg)
 	return Decision{OK: true, Lease: Lease{l: l}}
 }
@@ -259,7 +267,6 @@ func (k *keyState) grant(t int64, req Request, h uint64, bname string, first boo
 			l.cost = append(l.cost, Amount{Unit: unitOf(c.Unit), N: c.N})
 		}
 	}
-	k.silent.sent(time.Unix(0, t))
 	qs := cfg.quotas()
 	for _, qi := range req.Quotas {
 		if qi >= 0 && qi < len(k.quotas) && qi < len(qs) {
@@ -547,6 +554,9 @@ func (s *State) touch(t int64, cfg *Config) {
 	}
 	for i := range k.leases {
 		exp = max(exp, k.leases[i].expires)
+	}
+	if until := k.silent.keep(); until > t {
+		exp = max(exp, until+idle) // a silent server's windows may outlast the idle time
 	}
 	for i := range k.policies {
 		for _, b := range k.policies[i].win {

@@ -1,209 +1,730 @@
 package pace
 
 import (
+	"cmp"
 	"math"
+	"slices"
+	"strconv"
 	"time"
 )
 
-// silent is the rate of a key whose server sends no rate-limit headers,
-// learnt from its 429s as the AWS SDK's adaptive retry mode does (CUBIC):
-// unlimited until the first 429; then 0.7 times the measured sending rate,
-// growing back along a cubic curve towards, and past, the rate at which the
-// server refused, until the next 429. Requests are spaced by a token bucket
-// filling at that rate (golang.org/x/time/rate's model, as a plain value).
+// silent is what is learnt of a key whose server sends no rate-limit
+// headers. It is a policy's model with the one evidence such a server
+// gives: each answer admitted or refused.
+//
+// Its candidates are server algorithms with one parameter from a fixed
+// set: a sliding log (which an anchored window also obeys) or a fixed
+// window on the server's clock, of a window from silentWindows; or a token
+// bucket (GCRA, leaky bucket) of a rate from silentRates. The other
+// parameter, the limit (a window's count, a bucket's capacity), is bounded
+// from both sides by the client's own ledger of arrivals, weighed in the
+// order they reached the server: an admission proves the limit is at least
+// what the window (or bucket) then held plus one, a refusal that it is at
+// most what it held (refused arrivals included, since some servers count
+// them). A candidate whose bounds cross is refuted.
+//
+// Nothing is held back until the first refusal. Then a request goes when
+// every surviving candidate, at the limit it has proven, admits it. Where
+// they disagree by more than minProbeGain, one request at a time probes:
+// at the latest instant that one of them allows no further ahead than the
+// time already spent learning (so that the wait at most doubles it), a
+// refusal refutes every candidate that allowed it, an admission every one
+// that did not. A few refusals find the server among them all.
+//
+// When every candidate is refuted (a sliding counter, another client's
+// spending, a server none describes), the envelope takes over: the
+// windows' proven limits all hold together, each window once the ledger
+// spans twice it, and a refusal bounds the window it filled most; probes
+// raise the limits one at a time.
 type silent struct {
-	// On reports that a 429 without headers was seen: the rate applies.
-	on bool
-	// Max is the rate at the last 429 (CUBIC's W_max) and Throttled its
-	// instant, in requests per second.
-	max       float64
-	throttled time.Time
-	// Tokens and Filled are the token bucket: Tokens at Filled.
-	tokens float64
-	filled time.Time
-	// Measured is the smoothed rate of requests the server accepted;
-	// Count were accepted in the interval that began at Since.
-	measured float64
-	count    int
-	since    time.Time
-	// Cut is the instant of the last 429 that cut the rate: answers to
-	// requests sent before it are part of the same refusal.
-	cut time.Time
-	// Accepted counts the answers accepted since First, the first send,
-	// until the first 429.
-	admitted int
-	first    time.Time
-	// Streak counts the key's 429s without headers since the last answer
-	// it accepted (those to requests sent after the one before), the
-	// last of which arrived at Backed.
-	streak int
-	backed time.Time
+	// On reports that a refusal was seen: the candidates pace. OnAt is
+	// the first refusal's arrival.
+	on   bool
+	onAt int64
+	// Own and Ref are the client's admitted and refused requests, at the
+	// instants the server is taken to have counted them.
+	own, ref ledger
+	// Alive has bit i set while candidate i survives; Lo and Hi bound its
+	// limit: admitted evidence that it is at least Lo, refused evidence
+	// that it is at most Hi (unknownHi until a refusal).
+	alive  uint64
+	lo, hi [nSilent]int64
+	// Tat is each bucket candidate's theoretical arrival time (GCRA):
+	// when its bucket would be empty again, given the admissions weighed;
+	// TatAll counts the refused arrivals too, as a server that charges
+	// them does.
+	tat, tatAll [len(silentRates)]int64
+	// Probe is the first lease of the burst of probes testing the
+	// candidates, 0 when none: the leases from it on are its probes (no
+	// other request goes meanwhile). ProbeLeft more may still go, and
+	// ProbeRefused reports a refusal among its answers. Tokens is the
+	// probes' budget (see probeShare), earned by admitted answers and by
+	// time (silentProbeEvery), as of Earned.
+	probe        uint64
+	probeLeft    int64
+	probeRefused bool
+	tokens       float64
+	earned       int64
+	// Base is the instant a search among disagreeing candidates began
+	// (0 when none is on), and Horizon how far ahead of it the next
+	// burst of probes may go: it starts minProbeGain after Base, and each
+	// refused burst doubles its distance from Base, so that a few
+	// refusals pass many candidates and the wait at most doubles.
+	// Admitted reports that the last burst was admitted.
+	base, horizon int64
+	admitted      bool
+	// Burst is how many probes the next burst may have: doubled by
+	// each burst admitted whole, one again after a refusal (as TCP's
+	// slow start).
+	burst int64
+	// Envelope reports that no candidate alone explained the answers
+	// (see the type).
+	envelope bool
+	// Pend are the answers whose evidence waits, in the order they
+	// arrived (see settle).
+	pend []pendingAnswer
 }
 
-// backOff returns how long the key pauses after a 429 without rate-limit
-// headers or Retry-After, to a request sent at sent, received at now: none
-// for the first since the last answer accepted (the rate's cut may be
-// enough) nor for a request in flight before the last (the same refusal);
-// then a request's interval at the learnt rate (10 to 100 ms), doubled
-// with each further refusal, up to maxBackOff. A fixed window that a rate cannot see
-// refuses everything until it rolls: paced requests would each earn a 429
-// until then; with the pause, and one request first after it (the key's
-// probe), a few do.
-func (a *silent) backOff(now, sent time.Time) time.Duration {
-	if a.streak > 0 && sent.Before(a.backed) {
-		return 0 // in flight before the last refusal: the same refusal
-	}
-	a.streak++
-	a.backed = now
-	if a.streak == 1 {
-		return 0 // the first: the rate's cut may be enough
-	}
-	step := time.Duration(float64(time.Second) / a.Rate(now))
-	step = min(max(step, minBackOff), firstBackOff)
-	return min(step<<min(a.streak-2, 16), maxBackOff)
+// silentWindows are the windows the window candidates may have: the ones
+// rate limiters are configured with, from a 50/s bucket's interval to an
+// hour.
+var silentWindows = [...]int64{
+	10e6, 20e6, 50e6, 100e6, 200e6, 250e6, 500e6,
+	1e9, 2e9, 5e9, 10e9, 15e9, 30e9,
+	60e9, 120e9, 300e9, 600e9, 900e9, 1800e9, 3600e9,
 }
 
-// The bounds of the first pause after a 429 without headers, and the
-// longest.
+// silentRates are the rates, per second, the bucket candidates may have:
+// the ones rate limiters are configured with (100 a minute and 5,000 an
+// hour among them).
+var silentRates = [...]float64{
+	1000, 500, 200, 100, 60, 50, 40, 30, 25, 20, 15, 10, 8, 6, 5, 4, 3, 2,
+	100.0 / 60, 5000.0 / 3600, 1, 0.5, 10.0 / 60, 1.0 / 60,
+}
+
+// The candidates' kinds, by index: the sliding logs, the fixed windows,
+// then the buckets.
 const (
-	minBackOff   = 10 * time.Millisecond
-	firstBackOff = 100 * time.Millisecond
-	maxBackOff   = 8 * time.Second
+	kLog = iota
+	kFixed
+	kBucket
 )
 
-// cutCooldown is the least time between two cuts of the rate.
-const cutCooldown = 500 * time.Millisecond
+// nSilent counts the candidates; they fit a uint64's bits.
+const nSilent = 2*len(silentWindows) + len(silentRates)
 
-// The CUBIC constants of the AWS SDK's adaptive mode.
-const (
-	cubicC        = 0.4
-	cubicBeta     = 0.7
-	measureWindow = 500 * time.Millisecond
-	measureSmooth = 0.8
-	minRate       = 0.5 // requests per second
-)
+// allSilent has a bit for every candidate.
+const allSilent = 1<<nSilent - 1
 
-// Rate returns the rate at now, in requests per second (+Inf when off).
-func (a *silent) Rate(now time.Time) float64 {
-	if !a.on {
-		return math.Inf(1)
+// unknownHi is a limit's upper bound before a refusal bounds it.
+const unknownHi = math.MaxInt32
+
+// silentProbeBurst is the silent model's probe budget at first: the probes
+// that find the server among the candidates, about half of them refused.
+const silentProbeBurst = 8
+
+// silentSpread is how far apart the candidates' instants for one request
+// must be for a probe to tell them apart: a few milliseconds are the
+// round trip's noise, and more than that, request after request, a rate
+// lost for as long as the cautious one rules.
+const silentSpread = int64(10 * time.Millisecond)
+
+// silentProbeEvery earns a probe when no admission does: a key that waits
+// for its most cautious candidate (an hour's window) still probes now and
+// then.
+const silentProbeEvery = int64(5 * time.Second)
+
+// maxSilentLedger bounds the silent model's ledgers: an hour's window at
+// 5,000 an hour is kept at about five requests an entry.
+const maxSilentLedger = 1024
+
+// kind returns candidate i's kind and its parameter: a window, or a
+// bucket's interval between two units (both in nanoseconds).
+func kind(i int) (k int, p int64) {
+	n := len(silentWindows)
+	switch {
+	case i < n:
+		return kLog, silentWindows[i]
+	case i < 2*n:
+		return kFixed, silentWindows[i-n]
 	}
-	t := seconds(now.Sub(a.throttled))
-	k := math.Cbrt(a.max * (1 - cubicBeta) / cubicC)
-	r := cubicC*math.Pow(t-k, 3) + a.max
-	if a.measured > 0 {
-		r = min(r, max(2*a.measured, a.max))
-	}
-	return max(r, minRate)
+	return kBucket, int64(1e9 / silentRates[i-2*n])
 }
 
-// burst is the bucket's capacity at rate r: a tenth of a second's worth,
-// at least one request.
-func burst(r float64) float64 { return max(1, r/10) }
-
-// fill brings the bucket to now.
-func (a *silent) fill(now time.Time) {
-	r := a.Rate(now)
-	if now.After(a.filled) {
-		a.tokens = min(burst(r), a.tokens+r*seconds(now.Sub(a.filled)))
-		a.filled = now
+// silentNames describes each candidate, for a wait's Detail.
+var silentNames = func() (s [nSilent]string) {
+	for i := range s {
+		switch k, p := kind(i); k {
+		case kLog:
+			s[i] = "sliding log of " + time.Duration(p).String()
+		case kFixed:
+			s[i] = "fixed window of " + time.Duration(p).String()
+		default:
+			s[i] = "bucket of " + strconv.FormatFloat(silentRates[i-2*len(silentWindows)], 'g', 4, 64) + "/s"
+		}
 	}
+	return s
+}()
+
+// margin is how far apart two of the client's estimates of arrivals may be
+// in a different order or distance than at the server: twice
+// arrivalError.
+func (k *keyState) margin() int64 { return 2 * k.arrivalError() }
+
+// arrivalError is how far the client's estimate of an arrival (half way
+// through its round trip) may be from the true one: half the spread of
+// round trips, and the server's millisecond.
+func (k *keyState) arrivalError() int64 {
+	return max(k.rtt-k.rttMin, 0)/2 + 1e6
 }
 
-// hold reports whether a request may go at t, and if not, until when it
-// waits.
-func (a *silent) hold(t int64) (int64, bool) {
-	if !a.on {
-		return 0, true
+// fixedStart returns the start of the fixed window of length w that holds
+// the client's instant t, on the server's clock (none off the client's
+// unless the Date headers rule that out, then half way between what they
+// allow), in the client's time.
+func (k *keyState) fixedStart(t, w int64) int64 {
+	var off int64 // client = server + off
+	if c := k.clock; c.known && (c.lo >= 0 || c.hi < 0) {
+		off = c.lo + (c.hi-c.lo)/2
 	}
-	now := time.Unix(0, t)
-	a.fill(now)
-	if a.tokens >= 1 {
-		return 0, true
-	}
-	return after(t, (1-a.tokens)/a.Rate(now)), false
+	return floorDiv(t-off, w)*w + off
 }
 
-// sent records a request sent at now.
-func (a *silent) sent(now time.Time) {
-	if a.since.IsZero() {
-		a.since = now
-	}
-	if a.first.IsZero() {
-		a.first = now
-	}
-	if a.on {
-		a.fill(now)
-		a.tokens--
-	}
+// pendingAnswer is an answer whose evidence waits until every request
+// that may have reached the server before it is answered too.
+type pendingAnswer struct {
+	at, ra  int64
+	refused bool
 }
 
-// accepted records an answer the server did not refuse, at now: the rate
-// the server accepts is what a refusal cuts from.
-func (a *silent) accepted(now time.Time) {
-	if a.since.IsZero() {
-		a.since = now
-	}
-	if el := now.Sub(a.since); el >= measureWindow {
-		rate := float64(a.count) / seconds(el)
-		a.measured = measureSmooth*rate + (1-measureSmooth)*a.measured
-		a.count, a.since = 0, now
-	}
-	a.count++
-	if !a.on {
-		a.admitted++
-	}
-	a.streak = 0
-}
+// maxPending bounds the answers waiting to be weighed.
+const maxPending = maxQuotaInFlight
 
-// refund gives back the token of a request that never left.
-func (a *silent) refund() {
-	if a.on {
-		a.tokens++
-	}
-}
-
-// throttle takes in a 429 at now, to a request sent at sent. A request sent
-// before the last 429 says nothing about the rate since: it is ignored, so
-// that one burst refused at once cuts the rate once.
-func (a *silent) throttle(now, sent time.Time, retryAfter time.Duration) {
-	if a.on && (sent.Before(a.cut) || now.Sub(a.cut) < cutCooldown) {
-		// Part of the refusal already taken in: a window that refuses
-		// until it rolls says so to every request in it, whatever the
-		// rate since.
+// answered takes in an answer from a server that sent no rate-limit
+// headers: its arrival joins the ledgers at once (so that pacing counts
+// it), and its evidence waits for the requests that may have arrived
+// before it (see settle).
+func (a *silent) answered(k *keyState, ans *answer) {
+	if !a.on && !ans.refused {
+		// Nothing refused yet: the arrival is only kept, for the first
+		// refusal to weigh (see replay). This is the cost of the model
+		// on a server that refuses nothing.
+		a.own.addUpTo(ans.at, 1, 1, maxSilentLedger)
 		return
 	}
-	if !a.on && a.admitted == 0 && retryAfter > 0 {
-		// Nothing accepted yet: no rate to learn; the pause will do.
-		return
-	}
-	rate := a.measured
-	if !a.on && retryAfter > 0 && !a.first.IsZero() {
-		// The first refusal: what was accepted until now, and the wait
-		// the server asks for before more, bound the rate it allows.
-		// Start on the curve's plateau, at that rate: a measured rate, not
-		// one to cut from.
-		a.max = max(float64(a.admitted)/seconds(now.Sub(a.first)+retryAfter), minRate)
-		k := math.Cbrt(a.max * (1 - cubicBeta) / cubicC)
-		a.throttled, a.on, a.cut = now.Add(-time.Duration(k*float64(time.Second))), true, now
-		a.tokens, a.filled = min(1, burst(a.Rate(now))), now
-		return
-	}
-	if a.count > 0 {
-		rate = max(rate, float64(a.count)/max(seconds(now.Sub(a.since)), seconds(measureWindow)))
-	}
-	if a.on {
-		a.fill(now)
-		rate = min(rate, a.Rate(now))
+	a.earn(ans.recv)
+	if ans.refused {
+		if !a.on {
+			a.on, a.onAt = true, ans.at
+			a.replay(k)
+		}
+		a.ref.addUpTo(ans.at, 1, 1, maxSilentLedger)
 	} else {
-		// The request that was refused may be retried at once by the
-		// rate's measure; its retry's own backoff spaces it.
-		a.tokens = 1
+		a.own.addUpTo(ans.at, 1, 1, maxSilentLedger)
+		a.tokens = min(a.tokens+probeShare, silentProbeBurst)
 	}
-	a.max = max(rate, minRate)
-	a.throttled, a.cut = now, now
-	a.on = true
-	a.tokens, a.filled = min(a.tokens, burst(a.Rate(now))), now
+	if a.probe != 0 && ans.l.seq >= a.probe {
+		if ans.refused {
+			a.tokens--
+			a.probeRefused = true
+		}
+		a.endProbe(k, ans.at)
+	}
+	i := len(a.pend)
+	for i > 0 && a.pend[i-1].at > ans.at {
+		i--
+	}
+	a.pend = slices.Insert(a.pend, i, pendingAnswer{at: ans.at, ra: ans.ra, refused: ans.refused})
+	a.settle(k, ans.recv)
+}
+
+// replay weighs, at the first refusal, the admissions kept until then:
+// each candidate's limit is at least what it held with any of them, and
+// the buckets' levels are brought up to date. It is what evidence would
+// have found answer by answer, in one pass over the ledger per candidate.
+func (a *silent) replay(k *keyState) {
+	slices.SortFunc(a.own.e, func(x, y entry) int { return cmp.Compare(x.at, y.at) })
+	a.reset()
+	m := k.margin()
+	e := a.own.e
+	for i := range nSilent {
+		a.lo[i] = 0
+		switch kd, p := kind(i); kd {
+		case kLog:
+			var in int64
+			j := 0
+			for x := range e {
+				in += e[x].n
+				for j < x && e[j].at <= e[x].at-p+m {
+					in -= e[j].n
+					j++
+				}
+				a.lo[i] = max(a.lo[i], in)
+			}
+		case kFixed:
+			var in int64
+			cur := int64(math.MinInt64)
+			for x := range e {
+				s := k.fixedStart(e[x].at, p)
+				if s != cur {
+					cur, in = s, 0
+				}
+				if e[x].at-s >= m {
+					in += e[x].n
+				}
+				a.lo[i] = max(a.lo[i], in)
+			}
+		default:
+			j := i - 2*len(silentWindows)
+			tat := int64(0)
+			for x := range e {
+				for range e[x].n {
+					if l := int64(math.Ceil(float64(max(tat-e[x].at-m, 0))/float64(p))) + 1; l > a.lo[i] {
+						a.lo[i] = l
+					}
+					tat = max(tat, e[x].at) + p
+				}
+			}
+			a.tat[j], a.tatAll[j] = tat, tat
+		}
+	}
+}
+
+// endProbe ends the burst of probes once the last of its answers is in
+// (at, its arrival): see horizon.
+func (a *silent) endProbe(k *keyState, at int64) {
+	if a.probeLeft > 0 {
+		return
+	}
+	if n := len(k.leases); n > 0 && k.leases[n-1].seq >= a.probe {
+		return
+	}
+	if a.probeRefused {
+		a.horizon = at + max(at-a.base, int64(minProbeGain))
+		a.burst = 1
+	} else {
+		a.base, a.horizon = at, at // the candidates left may still disagree: at once
+		a.burst = min(max(2*a.burst, 2), silentProbeMax)
+	}
+	a.admitted = !a.probeRefused
+	a.probe, a.probeRefused = 0, false
+}
+
+// silentProbeMax bounds a burst of probes: enough to refute at once a
+// slow bucket that still had room for a dozen.
+const silentProbeMax = 16
+
+// room returns how many requests candidate i, if its limit is limit,
+// admits arriving at arrive with inflight in flight.
+func (a *silent) room(k *keyState, i int, arrive, inflight, limit int64) int64 {
+	switch kd, p := kind(i); kd {
+	case kBucket:
+		return limit - int64(math.Ceil(float64(max(a.tatAll[i-2*len(silentWindows)]-arrive, 0))/float64(p))) - inflight
+	case kFixed:
+		s := k.fixedStart(arrive, p)
+		return limit - a.own.sum(s-1, never-1) - a.ref.sum(s-1, never-1) - inflight
+	default:
+		return limit - a.own.sum(arrive-p, never-1) - a.ref.sum(arrive-p, never-1) - inflight
+	}
+}
+
+// reset makes every candidate a candidate again, with no upper bound.
+func (a *silent) reset() {
+	a.alive = allSilent
+	for i := range a.hi {
+		a.hi[i] = unknownHi
+	}
+}
+
+// settle takes in the evidence of the pending answers that no request in
+// flight can have reached the server before: in the order they arrived,
+// so that each is weighed against everything counted before it.
+func (a *silent) settle(k *keyState, now int64) {
+	e := k.arrivalError()
+	n := 0
+	for _, p := range a.pend {
+		if len(k.leases) > 0 && k.leases[0].at <= p.at+2*e && len(a.pend)-n <= maxPending {
+			break
+		}
+		a.evidence(k, p)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	a.pend = append(a.pend[:0], a.pend[n:]...)
+	a.refute(k)
+	a.prune(now)
+}
+
+// counted returns what candidate i says the server counted just before
+// an arrival at at, the client's estimate. An admission's count is what
+// was certainly counted (a window's arrivals less than m after its start
+// may have been before it; a bucket's level may be m later), a refusal's
+// what may have been (refused arrivals included, since some servers count
+// them).
+func (a *silent) counted(k *keyState, i int, at, m int64, refused bool) float64 {
+	kd, p := kind(i)
+	var from int64
+	switch kd {
+	case kBucket:
+		j := i - 2*len(silentWindows)
+		if refused {
+			return float64(max(a.tatAll[j]-at+m, 0)) / float64(p)
+		}
+		return float64(max(a.tat[j]-at-m, 0)) / float64(p)
+	case kFixed:
+		from = k.fixedStart(at, p) - 1
+	default:
+		from = at - p
+	}
+	if refused {
+		to := at
+		if a.own.sum(at, at+m) > 0 {
+			// Admitted arrivals estimated just after it: the server may
+			// have seen them first (a bucket's refill aside, a window
+			// that refuses admits no more until it moves on).
+			to = at + m
+		}
+		return float64(max(a.own.sum(from, to)+a.ref.sum(from, to)-1, 0)) // not the refused arrival itself
+	}
+	return float64(max(a.own.sum(from+m, at)-1, 0)) // nor the admitted one
+}
+
+// evidence bounds every surviving candidate's limit with one answer that
+// arrived at p.at, counting for an admission only what was certainly
+// before it in its window, and for a refusal all that may have been (see
+// counted). An estimate
+// off by more than that may refute the true candidate: the others follow,
+// and the envelope takes over (see refute).
+func (a *silent) evidence(k *keyState, p pendingAnswer) {
+	at, m := p.at, k.margin()
+	culprit, slack, count := -1, int64(math.MaxInt64), int64(0)
+	nw := len(silentWindows)
+	for i := range nSilent {
+		if a.alive&(1<<i) == 0 {
+			continue
+		}
+		kd, _ := kind(i)
+		c := a.counted(k, i, at, m, p.refused)
+		if p.refused {
+			h := int64(math.Ceil(c))
+			if a.envelope && kd != kBucket {
+				if s := a.limit(i) - h; s < slack {
+					culprit, slack, count = i, s, max(h, 1)
+				}
+				continue
+			}
+			a.hi[i] = min(a.hi[i], h)
+			continue
+		}
+		if l := int64(math.Ceil(c)) + 1; l > a.lo[i] {
+			a.lo[i] = l
+		}
+	}
+	if culprit >= 0 {
+		// On the envelope a refusal says that one window was full, not
+		// which: the one nearest its limit takes the bound (one at
+		// least: a window that admitted once admits one).
+		a.hi[culprit] = min(a.hi[culprit], count)
+	}
+	for j := range a.tat {
+		_, iv := kind(2*nw + j)
+		if !p.refused {
+			a.tat[j] = max(a.tat[j], at) + iv
+		}
+		a.tatAll[j] = max(a.tatAll[j], at) + iv
+	}
+	if p.refused && p.ra > 0 && !a.envelope {
+		a.retryAfter(k, at, p.ra, m)
+	}
+}
+
+// retryAfter takes in a refusal at at whose Retry-After said the quota
+// returns ra later: a candidate that, even at the most its evidence
+// allows, would admit nothing until well after that is refuted. One that
+// would admit sooner is not: a server may ask for more time than it needs.
+func (a *silent) retryAfter(k *keyState, at, ra, m int64) {
+	gran := int64(1e9) // the header's resolution
+	if ra%gran != 0 {
+		gran = 1e6
+	}
+	for i := range nSilent {
+		if a.alive&(1<<i) != 0 && a.admitAt(k, i, at, 0, m, a.hi[i], false) > at+ra+gran+m {
+			// (Optimistically: a bucket's level without the refusals,
+			// which a server may not charge.)
+			a.lo[i] = max(a.lo[i], a.hi[i]+1)
+		}
+	}
+}
+
+// refute drops the candidates whose bounds cross, and the fixed windows
+// too short to tell from a log at this round trip's spread; when none is
+// left, the envelope takes over.
+func (a *silent) refute(k *keyState) {
+	m := k.margin()
+	for i := range nSilent {
+		kd, w := kind(i)
+		// (A limit below one is no limit: a refusal with nothing in
+		// the window refutes the candidate too.)
+		if kd == kFixed && w < 4*m || !a.envelope && (a.lo[i] > a.hi[i] || a.hi[i] < 1) {
+			a.alive &^= 1 << i
+		}
+	}
+	if a.alive == 0 {
+		// No one algorithm explains what the server said: every window
+		// keeps the limit it proved, together (see the type).
+		a.envelope = true
+		a.probeLeft = 0
+		a.reset()
+	}
+}
+
+// keep returns until when what was learnt matters once the key is idle:
+// until the last admission leaves the longest window a surviving
+// candidate counts (0 before a refusal, or with nothing admitted).
+func (a *silent) keep() int64 {
+	if !a.on || len(a.own.e) == 0 {
+		return 0
+	}
+	var longest int64
+	for i := range 2 * len(silentWindows) {
+		if a.alive&(1<<i) != 0 {
+			_, w := kind(i)
+			longest = max(longest, w)
+		}
+	}
+	return a.own.e[len(a.own.e)-1].at + longest
+}
+
+// prune forgets the arrivals no surviving candidate counts any more.
+func (a *silent) prune(now int64) {
+	var longest int64
+	for i := range 2 * len(silentWindows) {
+		if a.alive&(1<<i) != 0 {
+			_, w := kind(i)
+			longest = max(longest, w)
+		}
+	}
+	a.own.prune(now - 2*longest)
+	a.ref.prune(now - 2*longest)
+}
+
+// earn gives the probe budget what time has earned since it last did.
+func (a *silent) earn(now int64) {
+	if a.earned == 0 || now < a.earned {
+		a.earned = now
+		a.tokens = max(a.tokens, silentProbeBurst)
+		return
+	}
+	if d := now - a.earned; d >= silentProbeEvery {
+		a.tokens = min(a.tokens+float64(d/silentProbeEvery), silentProbeBurst)
+		a.earned += d / silentProbeEvery * silentProbeEvery
+	}
+}
+
+// admitAt returns the earliest instant at or after arrive at which
+// candidate i, if its limit is limit, admits one more request with
+// inflight others in flight; never when only answers can tell. pending
+// asks for the cautious view of a bucket's level: refused arrivals
+// charged, and the answers not weighed yet and the requests in flight
+// counted at the instants they reach the server (a window counts them as
+// arriving now).
+func (a *silent) admitAt(k *keyState, i int, arrive, inflight, m, limit int64, pending bool) int64 {
+	kd, p := kind(i)
+	if kd == kBucket {
+		tat := a.tat[i-2*len(silentWindows)]
+		if pending {
+			tat = a.tatAll[i-2*len(silentWindows)] // cautiously, as if refusals were charged
+			lead := k.lead()
+			q, l := a.pend, k.leases
+			for len(q) > 0 || len(l) > 0 {
+				var at int64
+				if len(l) == 0 || len(q) > 0 && q[0].at <= l[0].at+lead {
+					at, q = q[0].at, q[1:]
+				} else {
+					at, l = l[0].at+lead, l[1:]
+				}
+				tat = max(tat, at) + p
+			}
+		}
+		if limit < 1 {
+			return never
+		}
+		// The level at t is (tat-t)/p units: one more fits when it is
+		// at most limit-1.
+		return max(arrive, tat-(limit-1)*p+m)
+	}
+	keep := limit - 1 - inflight
+	if keep < 0 {
+		return never
+	}
+	if kd == kLog {
+		return afterBoth(&a.own, &a.ref, arrive, p+m, keep)
+	}
+	s := k.fixedStart(arrive, p)
+	if arrive-s >= m && a.own.sum(s-m-1, never-1)+a.ref.sum(s-m-1, never-1) <= keep {
+		return arrive
+	}
+	if arrive-s < m && a.own.sum(s-p-m-1, never-1)+a.ref.sum(s-p-m-1, never-1) <= keep {
+		return max(s+m, arrive) // the window may have begun after it
+	}
+	return s + p + m
+}
+
+// limit is the limit candidate i paces at: what it proved, and on the
+// envelope no more than a refusal allowed.
+func (a *silent) limit(i int) int64 {
+	if a.envelope {
+		return min(a.lo[i], a.hi[i])
+	}
+	return a.lo[i]
+}
+
+// silentHold is the silent model's answer to a request sent at t.
+type silentHold struct {
+	ok, probe, definite bool
+	at                  int64
+	why                 int // the candidate holding it
+}
+
+// hold decides whether a request may be sent at t: when every surviving
+// candidate admits it, or as a probe (see the type).
+func (a *silent) hold(k *keyState, t int64) silentHold {
+	if len(a.pend) > 0 {
+		a.settle(k, t)
+	}
+	if !a.on {
+		return silentHold{ok: true}
+	}
+	a.earn(t)
+	m, lead := k.margin(), k.lead()
+	arrive := t + lead
+	inflight := int64(len(k.leases))
+	var at [nSilent]int64
+	n, latest, why := 0, int64(math.MinInt64), 0
+	span := int64(0) // how far back the arrivals kept go
+	if len(a.own.e) > 0 {
+		span = t - a.own.e[0].at
+	}
+	for i := range nSilent {
+		if a.alive&(1<<i) == 0 {
+			continue
+		}
+		if a.lo[i] <= 0 {
+			continue // nothing admitted yet: nothing proven to pace by
+		}
+		if kd, w := kind(i); a.envelope && (kd == kBucket || 2*w > span) {
+			// On the envelope, a window longer than half what was
+			// seen has proved no limit of its own yet: what was
+			// admitted in it is all there was.
+			continue
+		}
+		s := a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)
+		if s != never {
+			s -= lead
+		}
+		at[n] = s
+		n++
+		if s > latest {
+			latest, why = s, i
+		}
+	}
+	if n == 0 || latest <= t {
+		return silentHold{ok: true}
+	}
+	if a.probe != 0 {
+		a.endProbe(k, t) // its leases may have expired or been cancelled
+	}
+	// A refusal still to be weighed may refute the candidate a probe
+	// would test: the probe waits for it.
+	canProbe := a.probe == 0 && a.tokens >= 1 && !slices.ContainsFunc(a.pend, func(p pendingAnswer) bool { return p.refused })
+	if a.envelope {
+		// A probe tests one more in the window that holds the
+		// request, where its limit may be more than it proved; the
+		// rest wait for what it says.
+		if a.lo[why] < a.hi[why] {
+			if canProbe {
+				return silentHold{ok: true, probe: true}
+			}
+			if a.probe != 0 {
+				return silentHold{at: min(latest, t+int64(pollStep)), why: why}
+			}
+		}
+		a.probeLeft = 0 // a burst begun before the envelope took over ends
+	} else if soonest := slices.Min(at[:n]); latest-max(soonest, t) >= max(silentSpread, m) {
+		// The candidates disagree, by more than the arrivals'
+		// margin (a probe closer to the cautious one's instant than
+		// that would refute nothing): a burst of probes at a time tests
+		// them, at an instant some of them allow (see gallop); a
+		// refusal refutes those that allowed it, an admission those
+		// that did not. The rest wait for what it (or, when the budget
+		// is spent, time) says, not for the most cautious candidate.
+		if a.base == 0 {
+			a.base = t
+			if len(a.own.e) > 0 {
+				a.base = min(a.own.e[len(a.own.e)-1].at, t)
+			}
+			a.horizon = a.base + int64(minProbeGain)
+		}
+		// The latest instant a candidate allows within the horizon, so
+		// that a refusal refutes as many as it can; the soonest if none
+		// is that near.
+		p := int64(never)
+		for _, x := range at[:n] {
+			if x < latest-m && (x <= a.horizon && (p > a.horizon || x > p) || x > a.horizon && p > a.horizon && x < p) {
+				p = x
+			}
+		}
+		if a.probe != 0 {
+			// A burst is on: its next probe goes as the soonest
+			// candidate allows.
+			if a.probeLeft > 0 && soonest <= t {
+				a.probeLeft--
+				return silentHold{ok: true, probe: true}
+			}
+			return silentHold{at: t + int64(pollStep), why: why}
+		}
+		if p > t {
+			return silentHold{at: p, why: why}
+		}
+		if canProbe {
+			// A burst of as many as the soonest candidate admits (a
+			// few at most, and no more than the budget), so that an
+			// admission of them all refutes a slow bucket that had room
+			// for fewer.
+			opt := 0
+			for i := range nSilent {
+				if a.alive&(1<<i) != 0 && a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)-lead == soonest {
+					opt = i
+					break
+				}
+			}
+			kk := int64(1)
+			if a.admitted && a.horizon == a.base {
+				// Only after a burst that was admitted: one probe at a
+				// time while the search goes on from refusals.
+				// As many as the soonest candidate admits, and one
+				// more than any that holds the request back would at
+				// the most it may allow: all admitted refute them all,
+				// and no more are risked.
+				need := int64(1)
+				for i := range nSilent {
+					if a.alive&(1<<i) != 0 && a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)-lead > t {
+						need = max(need, a.room(k, i, arrive, inflight, a.hi[i])+1)
+					}
+				}
+				kk = min(a.room(k, opt, arrive, inflight, a.lo[opt]), need, a.burst, int64(a.tokens))
+			}
+			a.probeLeft = max(kk, 1) - 1
+			return silentHold{ok: true, probe: true}
+		}
+		return silentHold{at: t + int64(pollStep), why: why}
+	}
+	if latest == never {
+		return silentHold{at: t + int64(pollStep), why: why}
+	}
+	return silentHold{at: latest, definite: true, why: why}
 }
 
 // seconds returns d in seconds.

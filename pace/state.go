@@ -168,6 +168,8 @@ func (k *keyState) clone() keyState {
 		c.quotas[i].sends = slices.Clone(c.quotas[i].sends)
 	}
 	c.routes = slices.Clone(k.routes)
+	c.silent.own, c.silent.ref = k.silent.own.clone(), k.silent.ref.clone()
+	c.silent.pend = slices.Clone(k.silent.pend)
 	return c
 }
 
