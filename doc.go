@@ -78,8 +78,11 @@
 //     too, so later requests fail at once instead of each earning a 429,
 //     for at most a day (pace.DefaultMaxPause), so that a misread value
 //     cannot block a host for years. After a pause one request goes first.
-//   - Without any rate-limit headers, the rate adapts to 429s (CUBIC, as
-//     the AWS SDK's adaptive mode), unlimited until the first one.
+//   - Without any rate-limit headers, nothing is held back until the first
+//     429; from then on the server is identified from what it admitted and
+//     refused (a sliding log, a fixed window or a bucket, of the windows
+//     and rates limiters are configured with) and paced at the limit it
+//     has proven, with a few probes (see package pace).
 //   - Limits known from an API's documentation are declared per route
 //     (WithQuota), and what a request costs in tokens with ContextWithCost.
 //   - A wait longer than WithMaxWait, or past the context's deadline, fails

@@ -368,6 +368,8 @@ func (e *encoder) silent(a *silent) {
 	e.bool(a.admitted)
 	e.i(a.burst)
 	e.bool(a.envelope)
+	e.bool(a.restarted)
+	e.i(a.slow)
 	e.n(len(a.pend))
 	var at int64
 	for _, p := range a.pend {
@@ -769,6 +771,8 @@ func (d *decoder) silent(a *silent) {
 	a.admitted = d.bool()
 	a.burst = d.i() // used clamped (see hold)
 	a.envelope = d.bool()
+	a.restarted = d.bool()
+	a.slow = d.i()
 	if n := d.count(minPending); n > 0 {
 		a.pend = make([]pendingAnswer, n)
 		var at int64

@@ -78,8 +78,11 @@ type silent struct {
 	// slow start).
 	burst int64
 	// Envelope reports that no candidate alone explained the answers
-	// (see the type).
-	envelope bool
+	// twice (see the type); Restarted, once.
+	envelope, restarted bool
+	// Slow caps the requests in flight before the first refusal after a
+	// restart (0: no cap).
+	slow int64
 	// Pend are the answers whose evidence waits, in the order they
 	// arrived (see settle).
 	pend []pendingAnswer
@@ -210,6 +213,9 @@ func (a *silent) answered(k *keyState, ans *answer) {
 		// refusal to weigh (see replay). This is the cost of the model
 		// on a server that refuses nothing.
 		a.own.addUpTo(ans.at, 1, 1, maxSilentLedger)
+		if a.slow > 0 {
+			a.slow = min(a.slow+1, 1<<20)
+		}
 		return
 	}
 	a.earn(ans.recv)
@@ -471,9 +477,21 @@ func (a *silent) refute(k *keyState) {
 			a.alive &^= 1 << i
 		}
 	}
+	if a.alive == 0 && !a.restarted {
+		// No one algorithm explains what the server said. The first
+		// time, the evidence is taken to have misled (the first burst's
+		// arrivals, estimated half way through round trips that include
+		// setting up connections, say): it is forgotten, and the search
+		// starts again from the next refusal.
+		// Until then the requests in flight are capped, one at first
+		// and one more per admission (TCP's slow start), so that the
+		// requests held back meanwhile do not go all at once.
+		*a = silent{restarted: true, slow: 1, tokens: a.tokens, earned: a.earned}
+		return
+	}
 	if a.alive == 0 {
-		// No one algorithm explains what the server said: every window
-		// keeps the limit it proved, together (see the type).
+		// Again: every window keeps the limit it proved, together (see
+		// the type).
 		a.envelope = true
 		a.probeLeft = 0
 		a.reset()
@@ -595,6 +613,9 @@ func (a *silent) hold(k *keyState, t int64) silentHold {
 		a.settle(k, t)
 	}
 	if !a.on {
+		if a.slow > 0 && int64(len(k.leases)) >= a.slow {
+			return silentHold{at: t + int64(pollStep)}
+		}
 		return silentHold{ok: true}
 	}
 	a.earn(t)
