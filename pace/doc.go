@@ -113,8 +113,13 @@
 // did not. The probes' budget is eight refusals to start with, a hundredth
 // per admission and one per five seconds.
 //
-// When every candidate is refuted (a sliding counter, another client's
-// spending, a server none describes), the envelope takes over: the sliding
+// When every candidate is refuted, the evidence is first taken to have
+// misled (the first burst's arrivals are estimated half way through round
+// trips that may include setting up connections): it is forgotten, and
+// the search starts again from the next refusal, the requests in flight
+// capped meanwhile at one and one more per admission (TCP's slow start).
+// When it happens again (a sliding counter, another client's spending, a
+// server none describes), the envelope takes over: the sliding
 // logs' proven limits all hold together (as the envelope of a token
 // bucket's admissions does), each once the ledger spans twice its window;
 // a refusal bounds the window nearest its limit, and probes raise the

@@ -31,11 +31,13 @@ import (
 // refusal refutes every candidate that allowed it, an admission every one
 // that did not. A few refusals find the server among them all.
 //
-// When every candidate is refuted (a sliding counter, another client's
-// spending, a server none describes), the envelope takes over: the
-// windows' proven limits all hold together, each window once the ledger
-// spans twice it, and a refusal bounds the window it filled most; probes
-// raise the limits one at a time.
+// When every candidate is refuted, the evidence is forgotten once and the
+// search starts again (slow-starting the requests in flight); the second
+// time (a sliding counter, another client's spending, a server none
+// describes), the envelope takes over: the windows' proven limits all hold
+// together, each window once the ledger spans twice it, and a refusal
+// bounds the window nearest its limit; probes raise the limits one at a
+// time.
 type silent struct {
 	// On reports that a refusal was seen: the candidates pace. OnAt is
 	// the first refusal's arrival.
