@@ -113,7 +113,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 		select {
 		case <-t.wait:
 		case <-ctx.Done():
-			return lease{}, clk.Now().Sub(start), fmt.Errorf("headway: waiting for earlier requests to %s: %w", key, ctx.Err())
+			return lease{}, clk.Now().Sub(start), canceled(req, 0, "waiting for the earlier requests to "+key, ctx)
 		}
 		now = clk.Now()
 	}
@@ -126,7 +126,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 		d, err := p.reserve(ctx, key, now, preq)
 		if err != nil {
 			if ctx.Err() != nil {
-				return lease{}, now.Sub(start), ctx.Err()
+				return lease{}, now.Sub(start), canceled(req, 0, "reading the pacing state of "+key, ctx)
 			}
 			// The store could not be read or written (a shared store that
 			// fails closed): the request is not sent unpaced.
@@ -152,7 +152,8 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			wait = min(wait, sharedPoll(wait))
 		}
 		if err := sleepUntilChanged(ctx, clk, wait, kw.changedSince(version)); err != nil {
-			return lease{}, clk.Now().Sub(start), fmt.Errorf("headway: %s for %s: %w", d.Why, key, err)
+			left := max(now.Add(wait).Sub(clk.Now()), 0)
+			return lease{}, clk.Now().Sub(start), canceled(req, left, why(d), ctx)
 		}
 	}
 }
@@ -223,6 +224,21 @@ func (p *pacer) fits(req *http.Request, key string, now time.Time, wait time.Dur
 		return refuse(ReasonDeadline, max(dl.Sub(now), 0))
 	}
 	return nil
+}
+
+// canceled is the error of a request whose context ended while the pacing
+// layer held it back: a *RateLimitError with ReasonCanceled that wraps the
+// context's error (its cause, when it has one), saying what it waited for
+// and how long it still had to wait (0 when unknown).
+func canceled(req *http.Request, left time.Duration, why string, ctx context.Context) error {
+	err := context.Cause(ctx)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return &RateLimitError{
+		Method: req.Method, URL: decide.Redact(req.URL),
+		Reason: ReasonCanceled, Err: err, Wait: left, Why: why,
+	}
 }
 
 // why describes a decision to wait in a few words.

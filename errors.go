@@ -111,7 +111,9 @@ type RateLimitError struct {
 	// Err is the context's error when Reason is ReasonCanceled, else nil.
 	Err error
 	// Wait and Why are set when the pacing layer refused to send the
-	// request (StatusCode 0): how long it would have had to wait, and why.
+	// request (StatusCode 0): how long it would have had to wait (what
+	// was left of the wait when its context ended, with ReasonCanceled;
+	// 0 when unknown, as in a key's line), and why.
 	Wait time.Duration
 	Why  string
 }
@@ -122,7 +124,10 @@ func (e *RateLimitError) Error() string {
 	b.WriteString("headway: rate limited: ")
 	if e.StatusCode == 0 {
 		// Refused by the pacing layer before anything was sent.
-		fmt.Fprintf(&b, "not sent: it would have waited %v", e.Wait)
+		b.WriteString("not sent")
+		if e.Wait > 0 {
+			fmt.Fprintf(&b, ": it would have waited %v", e.Wait)
+		}
 		if e.Why != "" {
 			fmt.Fprintf(&b, " (%s)", e.Why)
 		}

@@ -807,3 +807,55 @@ func TestHooks(t *testing.T) {
 	require.ErrorIs(t, done[0].Err, syscall.ECONNREFUSED)
 	require.Equal(t, 2, done[0].Attempts)
 }
+
+// TestCanceledWhileHeldIsTyped: a request whose context ends while the
+// pacing layer holds it back, in a pause or in its key's line behind an
+// earlier request, fails with a *RateLimitError (ReasonCanceled, StatusCode
+// 0) that wraps the context's error, as the README says, not a plain error.
+func TestCanceledWhileHeldIsTyped(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	h := newHarness(t, []reply{{status: 429, hdr: []string{"Retry-After", "10"}}, ok200(), ok200()}, WithMaxAttempts(1), WithClock(clk))
+	h.clk = clk
+	_, err, _ := h.do(t, "GET", "")
+	require.ErrorIs(t, err, ErrRateLimitExceeded)
+
+	// Two requests wait out the pause: the first in the pause, the second
+	// in line behind it.
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel1()
+	errs := make(chan error, 2)
+	go func() { _, err, _ := h.doCtx(t, ctx1, "GET", ""); errs <- err }()
+	require.NoError(t, clk.WaitForPending(context.Background(), 1))
+	go func() { _, err, _ := h.doCtx(t, ctx2, "GET", ""); errs <- err }()
+	p := h.client.Transport.(*retryTransport).next.(*pacer)
+	require.Eventually(t, func() bool { // the second is in the key's line
+		v, ok := p.waiters.Load("api.test")
+		if !ok {
+			return false
+		}
+		kw := v.(*keyWaiters)
+		kw.mu.Lock()
+		defer kw.mu.Unlock()
+		return len(kw.main.line) == 1
+	}, 5*time.Second, time.Millisecond)
+
+	cancel2()
+	err = <-errs
+	var rle *RateLimitError
+	require.ErrorAs(t, err, &rle, "in line: %v", err)
+	require.Equal(t, ReasonCanceled, rle.Reason)
+	require.Zero(t, rle.StatusCode)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, rle.Why, "waiting for the earlier requests")
+
+	clk.Advance(4 * time.Second)
+	cancel1()
+	err = <-errs
+	require.ErrorAs(t, err, &rle, "in the pause: %v", err)
+	require.Equal(t, ReasonCanceled, rle.Reason)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 6*time.Second, rle.Wait, "what was left of the pause")
+	require.Contains(t, rle.Error(), "not sent: it would have waited 6s (paused by the server: Retry-After) (waited 4s); gave up: context done while waiting (context canceled)")
+	require.Equal(t, 1, h.script.calls(), "nothing was sent")
+}
