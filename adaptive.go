@@ -133,7 +133,15 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			return lease{key: key, kw: kw, lease: d.Lease, route: preq.Route, ok: true}, now.Sub(start), nil
+			l := lease{key: key, kw: kw, lease: d.Lease, route: preq.Route, ok: true}
+			if len(p.c.limiters) == 0 {
+				return l, now.Sub(start), nil
+			}
+			if err := p.limit(req, key, now); err != nil {
+				p.cancel(l)
+				return lease{}, clk.Now().Sub(start), err
+			}
+			return l, clk.Now().Sub(start), nil
 		}
 		wait := max(d.At.Sub(now), 0)
 		if d.Definite {
@@ -251,7 +259,12 @@ func why(d pace.Decision) string {
 
 // waiting reports a wait to the hook and the logger.
 func (p *pacer) waiting(req *http.Request, key string, wait time.Duration, d pace.Decision) {
-	ev := WaitEvent{Request: req, Key: key, Wait: wait, Bounded: !d.Definite, Reason: why(d)}
+	p.report(req, key, wait, !d.Definite, why(d))
+}
+
+// report reports a wait of req for reason to the hook and the logger.
+func (p *pacer) report(req *http.Request, key string, wait time.Duration, bounded bool, reason string) {
+	ev := WaitEvent{Request: req, Key: key, Wait: wait, Bounded: bounded, Reason: reason}
 	if p.c.onWait != nil {
 		p.c.onWait(ev)
 	}

@@ -51,6 +51,7 @@ type config struct {
 	onDone          func(DoneEvent)
 	store           pace.Store
 	quotas          []quotaRoute
+	limiters        []limiterRoute
 	clock           Clock
 	src             rand.Source
 	rnd             *decide.Rand

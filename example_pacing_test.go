@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/headway-go/headway"
 	"github.com/headway-go/headway/ratelimit"
 	"github.com/headway-go/headway/ratelimittest"
@@ -163,4 +165,35 @@ func ExampleWithQuota() {
 	}
 	fmt.Println("POSTs in minutes 0, 1, 2:", posts[0], posts[1], posts[2])
 	// Output: POSTs in minutes 0, 1, 2: 10 10 5
+}
+
+// A ceiling of the caller's own, as a golang.org/x/time/rate Limiter: here
+// 5 requests a second with a burst of 2 on a server that allows far more.
+// The limiter runs on headway's clock, so the waits are exact.
+func ExampleWithLimiter() {
+	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	var seen []time.Duration
+	start := clock.Now()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, clock.Now().Sub(start).Round(time.Millisecond))
+		mu.Unlock()
+	})
+	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.None),
+		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 1000, Window: time.Second}))
+	defer srv.Close()
+	base := srv.Client()
+	defer onFakeTime(clock, base)()
+
+	client := headway.Wrap(base, headway.WithClock(clock), headway.WithLimiter(rate.NewLimiter(5, 2)))
+	for range 5 {
+		resp, err := client.Get(srv.URL + "/items")
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	fmt.Println("sent at:", seen)
+	// Output: sent at: [0s 0s 200ms 400ms 600ms]
 }
