@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/headway-go/headway/internal/decide"
 	"github.com/headway-go/headway/ratelimittest"
 )
 
@@ -205,10 +204,4 @@ func TestDrainIsPartOfTheWait(t *testing.T) {
 	for _, b := range bodies[:3] {
 		require.True(t, b.closed.Load())
 	}
-}
-
-// The retry decisions (internal/decide) and the transport name the same
-// header.
-func TestIdempotencyKeyHeaderAgrees(t *testing.T) {
-	require.Equal(t, decide.IdempotencyKeyHeader, IdempotencyKeyHeader)
 }

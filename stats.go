@@ -38,7 +38,7 @@ func ContextWithStats(ctx context.Context, s *Stats) context.Context {
 	return context.WithValue(ctx, statsKey{}, s)
 }
 
-// statsFrom returns the request's Stats, or a throwaway one.
+// statsFrom returns the request's Stats, or nil when it has none.
 func statsFrom(ctx context.Context) *Stats {
 	if s, ok := ctx.Value(statsKey{}).(*Stats); ok && s != nil {
 		return s
