@@ -17,4 +17,5 @@ require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	golang.org/x/net v0.43.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
