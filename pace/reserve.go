@@ -13,8 +13,13 @@ type Config struct {
 	// Quotas are the limits declared by the user, known before any header
 	// arrives; Request.Quotas says which apply to a request.
 	Quotas []Quota
-	// LeaseTTL is how long a lease counts as in flight if it is neither
-	// completed nor cancelled (default DefaultLeaseTTL).
+	// LeaseTTL is how long at most a lease counts as in flight if it is
+	// neither completed nor cancelled (default DefaultLeaseTTL). Once the
+	// key has answered, a lease is taken as lost sooner: after
+	// overdueRTTs of the key's round trips (smoothed), and never less than
+	// overdueFloor (10 s), so that the leases of a process that died, or
+	// whose answers a shared store lost, hold its fleet back for seconds,
+	// not a minute.
 	LeaseTTL time.Duration
 	// MaxPause bounds a pause recorded from one response, and every wait
 	// the model computes (default DefaultMaxPause), so that a misread value
@@ -261,7 +266,7 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 // grant records a lease for req.
 func (k *keyState) grant(t int64, req Request, h uint64, bname string, first bool, cfg *Config) lease {
 	k.seq++
-	l := lease{seq: k.seq, at: t, expires: t + cfg.leaseTTL(), bucket: bname, route: h, first: first}
+	l := lease{seq: k.seq, at: t, expires: t + k.leaseTTL(cfg), bucket: bname, route: h, first: first}
 	for _, c := range req.Cost {
 		if c.N > 0 && unitOf(c.Unit) != ratelimit.UnitRequests {
 			l.cost = append(l.cost, Amount{Unit: unitOf(c.Unit), N: c.N})
@@ -277,6 +282,25 @@ func (k *keyState) grant(t int64, req Request, h uint64, bname string, first boo
 	k.leases = append(k.leases, l)
 	return l
 }
+
+// leaseTTL is how long a lease granted now counts as in flight unless it
+// is answered or cancelled: Config.LeaseTTL, or, once the key has
+// answered, overdueRTTs of its round trips if that is sooner, overdueFloor
+// at the least.
+func (k *keyState) leaseTTL(cfg *Config) int64 {
+	ttl := cfg.leaseTTL()
+	if k.answered {
+		ttl = min(ttl, max(int64(overdueFloor), overdueRTTs*k.rtt))
+	}
+	return ttl
+}
+
+// A request unanswered after overdueRTTs round trips of its key, and
+// overdueFloor at the least, is taken as lost (Config.LeaseTTL).
+const (
+	overdueRTTs  = 32
+	overdueFloor = 10 * time.Second
+)
 
 // firstIn returns the lease in flight in bucket that went first, if any.
 func (k *keyState) firstIn(bname string) *lease {
