@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +37,7 @@ type lease struct {
 	kw    *keyWaiters // key's waiters when the lease was granted
 	lease pace.Lease
 	route string // the request's route, as keyWaiters.enter named it
+	caps  []int  // the in-flight caps it counts under (WithMaxInFlight)
 	ok    bool   // a lease was taken (false: the store failed open)
 }
 
@@ -81,11 +80,26 @@ func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
 func (p *pacer) describe(req *http.Request) pace.Request {
 	r := pace.Request{Cost: costFrom(req.Context())}
 	for i := range p.quotas {
-		if p.quotas[i].matches(req) {
+		if p.quotas[i].match(req) {
 			r.Quotas = append(r.Quotas, i)
 		}
 	}
 	return r
+}
+
+// whyInFlight says why a request waits for room under an in-flight cap.
+const whyInFlight = "waiting for requests in flight to finish (WithMaxInFlight)"
+
+// capsOf returns the in-flight caps that govern req, as indices in
+// config.caps.
+func (p *pacer) capsOf(req *http.Request) []int {
+	var caps []int
+	for i := range p.c.caps {
+		if p.c.caps[i].match(req) {
+			caps = append(caps, i)
+		}
+	}
+	return caps
 }
 
 // hold waits until req may be sent and returns its lease and how long it
@@ -98,22 +112,30 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	clk := p.c.clock
 	start := clk.Now()
 	preq := p.describe(req)
+	caps := p.capsOf(req)
+	prio := priorityFrom(ctx)
 	var kw *keyWaiters
 	var t ticket
 	for {
 		kw = p.keyWaiters(key)
 		var ok bool
-		if t, ok = kw.enter(req.Method, req.URL.Path, &preq); ok {
+		if t, ok = kw.enter(req.Method, req.URL.Path, &preq, caps, prio, start); ok {
 			break
 		}
 	}
-	defer kw.leave(t)
-	now := start // the turn came at once: no time to account for
-	if t.wait != nil {
+	defer func() { kw.leave(t, clk, p.c.aging) }()
+	inLine := func() error {
 		select {
-		case <-t.wait:
+		case <-t.wait():
+			return nil
 		case <-ctx.Done():
-			return lease{}, clk.Now().Sub(start), canceled(req, 0, "waiting for the earlier requests to "+key, ctx)
+			return canceled(req, 0, "waiting for the earlier requests to "+key, ctx)
+		}
+	}
+	now := start // the turn came at once: no time to account for
+	if t.w != nil {
+		if err := inLine(); err != nil {
+			return lease{}, clk.Now().Sub(start), err
 		}
 		now = clk.Now()
 	}
@@ -122,9 +144,34 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 		version := kw.version()
 		if !first {
 			now = clk.Now()
+			// A request of a higher priority may have come meanwhile.
+			var yielded bool
+			if t, yielded = kw.yield(t, clk, now, p.c.aging); yielded {
+				if err := inLine(); err != nil {
+					return lease{}, clk.Now().Sub(start), err
+				}
+				now = clk.Now()
+				version = kw.version()
+			}
+		}
+		if !kw.acquire(caps, p.c.caps) {
+			// As many requests as a cap allows are in flight: wait for one
+			// to finish, within max wait.
+			left := p.c.maxWait - now.Sub(start)
+			if left <= 0 {
+				return lease{}, now.Sub(start), &RateLimitError{
+					Method: req.Method, URL: decide.Redact(req.URL),
+					Reason: ReasonWaitTooLong, Bound: p.c.maxWait, Wait: now.Sub(start), Why: whyInFlight,
+				}
+			}
+			if err := sleepUntilChanged(ctx, clk, left, kw.changedSince(version)); err != nil {
+				return lease{}, clk.Now().Sub(start), canceled(req, 0, whyInFlight, ctx)
+			}
+			continue
 		}
 		d, err := p.reserve(ctx, key, now, preq)
 		if err != nil {
+			kw.release(caps, false)
 			if ctx.Err() != nil {
 				return lease{}, now.Sub(start), canceled(req, 0, "reading the pacing state of "+key, ctx)
 			}
@@ -133,7 +180,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			l := lease{key: key, kw: kw, lease: d.Lease, route: preq.Route, ok: true}
+			l := lease{key: key, kw: kw, lease: d.Lease, route: preq.Route, caps: caps, ok: true}
 			if len(p.c.limiters) == 0 {
 				return l, now.Sub(start), nil
 			}
@@ -143,6 +190,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			}
 			return l, clk.Now().Sub(start), nil
 		}
+		kw.release(caps, false)
 		wait := max(d.At.Sub(now), 0)
 		if d.Definite {
 			if err := p.fits(req, key, now, wait, d); err != nil {
@@ -341,7 +389,11 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 		p.c.logger.LogAttrs(context.Background(), slog.LevelWarn, "headway: pacing state not updated",
 			slog.String("key", l.key), slog.String("error", err.Error()))
 	}
-	kw.signal()
+	if len(l.caps) > 0 {
+		l.kw.release(l.caps, true) // which wakes kw's waiters: the lease kept l.kw from being swept
+	} else {
+		kw.signal()
+	}
 }
 
 // completeAt is completeIn on the pacer's own store, whose clock is the
@@ -382,234 +434,13 @@ func (p *pacer) cancel(l lease) {
 		s.Cancel(l.lease, &p.cfg)
 		return nil
 	})
-	p.keyWaiters(l.key).signal()
+	if len(l.caps) > 0 {
+		l.kw.release(l.caps, true)
+	} else {
+		p.keyWaiters(l.key).signal()
+	}
 }
 
 // storeTimeout bounds a report to the store made outside any request's
 // context.
 const storeTimeout = 5 * time.Second
-
-// keyWaiters are the requests of one key waiting in this process: a queue
-// per kind of request, so that requests wait in order and only the first
-// of each queue asks the state, and a count of the key's changes here,
-// with a channel closed at the next one for those who sleep on it.
-type keyWaiters struct {
-	mu      sync.Mutex
-	changes atomic.Uint64 // the key's state changed this many times here
-	changed chan struct{} // closed at the next change; nil while no one waits for it
-	main    waitLine      // the queue named "", most requests'
-	queues  map[string]*waitLine
-	routes  map[string]string // route -> the server-named bucket it was last counted in
-	names   map[string]string // "METHOD /path" -> the same, interned
-	waiting int
-	used    atomic.Bool // since the last sweep
-	dead    atomic.Bool // swept: join the key's new waiters instead (set under mu)
-}
-
-// A waitLine is one queue: whether a request has its turn, and those
-// waiting for it, in order.
-type waitLine struct {
-	busy bool
-	line []chan struct{}
-}
-
-// A ticket is a request's place in a queue: wait is closed when its turn
-// comes (nil: it had the turn at once).
-type ticket struct {
-	q    string
-	wait chan struct{}
-}
-
-// maxRoutes bounds keyWaiters.routes.
-const maxRoutes = 256
-
-// keyWaiters returns key's waiters, creating them.
-func (p *pacer) keyWaiters(key string) *keyWaiters {
-	if v, ok := p.waiters.Load(key); ok {
-		kw := v.(*keyWaiters)
-		kw.used.Store(true)
-		return kw
-	}
-	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{})
-	if !loaded {
-		p.sweepWaiters()
-	}
-	kw := v.(*keyWaiters)
-	kw.used.Store(true)
-	return kw
-}
-
-// sweepWaiters forgets, every sweepEvery new keys, the keys nobody waited
-// on since the previous sweep.
-func (p *pacer) sweepWaiters() {
-	if p.added.Add(1)%sweepEvery != 0 {
-		return
-	}
-	p.waiters.Range(func(k, v any) bool {
-		kw := v.(*keyWaiters)
-		if kw.used.Swap(false) {
-			return true
-		}
-		kw.mu.Lock()
-		if kw.waiting == 0 {
-			kw.dead.Store(true)
-			p.waiters.Delete(k)
-		}
-		kw.mu.Unlock()
-		return true
-	})
-}
-
-// version returns the number of the key's changes so far, for
-// changedSince.
-func (kw *keyWaiters) version() uint64 { return kw.changes.Load() }
-
-// closedChan is a channel that is closed.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// changedSince returns a channel closed once the key has changed after
-// version v (at once if it already has).
-func (kw *keyWaiters) changedSince(v uint64) <-chan struct{} {
-	kw.mu.Lock()
-	defer kw.mu.Unlock()
-	if kw.changes.Load() != v {
-		return closedChan
-	}
-	if kw.changed == nil {
-		kw.changed = make(chan struct{})
-	}
-	return kw.changed
-}
-
-// signal wakes the waiters: the key's state changed.
-func (kw *keyWaiters) signal() {
-	kw.mu.Lock()
-	kw.changes.Add(1)
-	if kw.changed != nil {
-		close(kw.changed)
-		kw.changed = nil
-	}
-	kw.mu.Unlock()
-}
-
-// maxNames bounds keyWaiters.names.
-const maxNames = 256
-
-// enter names r's route (method+" "+path, the same string for the same
-// route while it is remembered, so that a route seen before costs no
-// allocation) and joins the queue of requests like r, returning the
-// caller's ticket: its wait is closed when it is the caller's turn, or nil
-// if the turn is the caller's at once. leave must be called with it once
-// the caller is done asking (granted or gone). ok is false when kw was swept
-// meanwhile: the caller must fetch the key's waiters again.
-func (kw *keyWaiters) enter(method, path string, r *pace.Request) (t ticket, ok bool) {
-	var buf [128]byte
-	name := append(append(append(buf[:0], method...), ' '), path...)
-	kw.mu.Lock()
-	defer kw.mu.Unlock()
-	if kw.dead.Load() {
-		return ticket{}, false
-	}
-	route, known := kw.names[string(name)]
-	if !known {
-		route = string(name)
-		if kw.names == nil {
-			kw.names = map[string]string{}
-		}
-		if len(kw.names) >= maxNames {
-			clear(kw.names)
-		}
-		kw.names[route] = route
-	}
-	r.Route = route
-	return kw.enqueue(kw.queueOf(r)), true
-}
-
-// lineOf returns queue q, creating it; kw.mu is held.
-func (kw *keyWaiters) lineOf(q string) *waitLine {
-	if q == "" {
-		return &kw.main
-	}
-	wl := kw.queues[q]
-	if wl == nil {
-		if kw.queues == nil {
-			kw.queues = map[string]*waitLine{}
-		}
-		wl = &waitLine{}
-		kw.queues[q] = wl
-	}
-	return wl
-}
-
-// enqueue joins queue q; kw.mu is held.
-func (kw *keyWaiters) enqueue(q string) (t ticket) {
-	wl := kw.lineOf(q)
-	kw.waiting++
-	t.q = q
-	if !wl.busy {
-		wl.busy = true
-		return t
-	}
-	t.wait = make(chan struct{})
-	wl.line = append(wl.line, t.wait)
-	return t
-}
-
-// leave takes t out of its queue, passing the turn on if it had it.
-func (kw *keyWaiters) leave(t ticket) {
-	kw.mu.Lock()
-	defer kw.mu.Unlock()
-	kw.waiting--
-	wl := kw.lineOf(t.q)
-	if i := slices.Index(wl.line, t.wait); t.wait != nil && i >= 0 {
-		// Gone before its turn came.
-		wl.line = slices.Delete(wl.line, i, i+1)
-	} else if len(wl.line) > 0 {
-		// Its turn: the next in line has it now.
-		next := wl.line[0]
-		wl.line = slices.Delete(wl.line, 0, 1)
-		close(next)
-	} else {
-		wl.busy = false
-	}
-	if t.q != "" && !wl.busy && len(wl.line) == 0 {
-		delete(kw.queues, t.q)
-	}
-}
-
-// queueOf names the queue a request waits in: requests counted in the same
-// server-named bucket and governed by the same declared quotas wait in line
-// together, so that a spent bucket holds back only its own requests. kw.mu
-// is held.
-func (kw *keyWaiters) queueOf(r *pace.Request) string {
-	b := kw.routes[r.Route]
-	if len(r.Quotas) == 0 {
-		return b
-	}
-	// A NUL cannot be in a bucket's name, which a header value gives.
-	q := append([]byte(b), 0)
-	for _, i := range r.Quotas {
-		q = strconv.AppendInt(append(q, ' '), int64(i), 10)
-	}
-	return string(q)
-}
-
-// learnRoute remembers the bucket a route was counted in.
-func (kw *keyWaiters) learnRoute(route, bucket string) {
-	kw.mu.Lock()
-	defer kw.mu.Unlock()
-	if kw.routes[route] == bucket {
-		return
-	}
-	if kw.routes == nil {
-		kw.routes = map[string]string{}
-	}
-	if len(kw.routes) >= maxRoutes {
-		clear(kw.routes)
-	}
-	kw.routes[route] = bucket
-}

@@ -52,6 +52,8 @@ type config struct {
 	store           pace.Store
 	quotas          []quotaRoute
 	limiters        []limiterRoute
+	caps            []capRoute
+	aging           time.Duration
 	clock           Clock
 	src             rand.Source
 	rnd             *decide.Rand
@@ -70,6 +72,7 @@ func newConfig(opts []Option) *config {
 		budget:      NewRetryBudget(DefaultBudgetRatio, DefaultBudgetReserve),
 		key:         hostKey,
 		clock:       SystemClock{},
+		aging:       DefaultPriorityAging,
 	}
 	for _, code := range defaultRetryStatuses {
 		c.statuses[code] = true

@@ -85,6 +85,13 @@
 //     has proven, with a few probes (see package pace).
 //   - Limits known from an API's documentation are declared per route
 //     (WithQuota), and what a request costs in tokens with ContextWithCost.
+//     WithMaxInFlight caps the requests in flight at once, for an API that
+//     limits concurrency.
+//   - The requests of a key wait in line: by priority (ContextWithPriority),
+//     in the order they came within one, and only the first asks the
+//     state. A request of a higher priority takes the place of a lower one
+//     waiting for the quota; none is passed for longer than
+//     WithPriorityAging.
 //   - A wait longer than WithMaxWait, or past the context's deadline, fails
 //     at once with a *RateLimitError saying how long and why (StatusCode
 //     0: nothing was sent). WithOnWait and WithLogger say why each wait

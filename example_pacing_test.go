@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -196,4 +197,64 @@ func ExampleWithLimiter() {
 	}
 	fmt.Println("sent at:", seen)
 	// Output: sent at: [0s 0s 200ms 400ms 600ms]
+}
+
+// An API that allows 2 requests at once, and refuses a third with a 429:
+// WithMaxInFlight keeps 8 goroutines to 2 in flight, and none is refused.
+func ExampleWithMaxInFlight() {
+	var now, most, refused atomic.Int64
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		defer now.Add(-1)
+		if n > 2 {
+			refused.Add(1)
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond) // the work
+	})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	client := headway.Wrap(srv.Client(), headway.WithMaxInFlight(2))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			resp, err := client.Get(srv.URL + "/render")
+			if err != nil {
+				log.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	fmt.Println("most at once:", most.Load(), "refused:", refused.Load())
+	// Output: most at once: 2 refused: 0
+}
+
+// Requests someone waits on go before background work that waits for the
+// same quota: ContextWithPriority orders the key's line.
+func ExampleContextWithPriority() {
+	client := headway.New(headway.WithQuota("api.example.com/", 100, time.Minute))
+
+	// A backfill, at low priority.
+	batch := headway.ContextWithPriority(context.Background(), headway.PriorityBatch)
+	for i := range 500 {
+		go func() {
+			req, _ := http.NewRequestWithContext(batch, http.MethodGet, fmt.Sprintf("https://api.example.com/items/%d", i), nil)
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+
+	// A user's request goes at the quota's next opening, before the
+	// backfill's.
+	ctx := headway.ContextWithPriority(context.Background(), headway.PriorityInteractive)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.example.com/items/42", nil)
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+	}
 }

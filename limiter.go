@@ -28,34 +28,14 @@ func WithLimiter(lim *rate.Limiter, patterns ...string) Option {
 	if lim == nil {
 		return func(*config) {}
 	}
-	l := limiterRoute{lim: lim}
-	if len(patterns) > 0 {
-		l.mux = http.NewServeMux()
-		for _, p := range patterns {
-			l.mux.Handle(p, http.NotFoundHandler()) // panics on an invalid pattern
-		}
-	}
+	l := limiterRoute{lim: lim, routes: newRoutes(patterns...)} // panics on an invalid pattern
 	return func(c *config) { c.limiters = append(c.limiters, l) }
 }
 
-// limiterRoute is a caller's limiter and the routes it governs (all when
-// mux is nil).
+// limiterRoute is a caller's limiter and the routes it governs.
 type limiterRoute struct {
 	lim *rate.Limiter
-	mux *http.ServeMux
-}
-
-// matches reports whether l governs req.
-func (l *limiterRoute) matches(req *http.Request) bool {
-	if l.mux == nil {
-		return true
-	}
-	r := req
-	if r.Host == "" && r.URL != nil {
-		r = &http.Request{Method: req.Method, URL: req.URL, Host: req.URL.Host, Header: req.Header}
-	}
-	_, pattern := l.mux.Handler(r)
-	return pattern != ""
+	routes
 }
 
 // limit makes req wait for the callers' limiters that govern it, at now,
@@ -75,7 +55,7 @@ func (p *pacer) limit(req *http.Request, key string, now time.Time) error {
 	var wait time.Duration
 	for i := range p.c.limiters {
 		l := &p.c.limiters[i]
-		if !l.matches(req) {
+		if !l.match(req) {
 			continue
 		}
 		r := l.lim.ReserveN(now, 1)

@@ -3,7 +3,6 @@ package headway
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/headway-go/headway/pace"
@@ -30,34 +29,21 @@ import (
 // invalid pattern, a limit < 1 or a window <= 0, as http.ServeMux.Handle
 // does on invalid patterns: they are programming errors.
 func WithQuota(pattern string, limit int, window time.Duration, burst ...int) Option {
-	q := quotaRoute{quota: pace.Quota{Limit: limit, Window: window}, pattern: pattern, mux: http.NewServeMux()}
+	q := quotaRoute{quota: pace.Quota{Limit: limit, Window: window}}
 	if len(burst) > 0 {
 		q.quota.Burst = burst[0]
 	}
 	if limit < 1 || window <= 0 || len(burst) > 1 {
 		panic(fmt.Sprintf("headway: WithQuota(%q, %d, %v, %v): want a limit >= 1, a window > 0 and at most one burst", pattern, limit, window, burst))
 	}
-	q.mux.Handle(pattern, http.NotFoundHandler()) // panics on an invalid pattern
+	q.routes = newRoutes(pattern) // panics on an invalid pattern
 	return func(c *config) { c.quotas = append(c.quotas, q) }
 }
 
 // quotaRoute is a declared quota and the routes it governs.
 type quotaRoute struct {
-	quota   pace.Quota
-	pattern string
-	mux     *http.ServeMux
-}
-
-// matches reports whether q governs req.
-func (q *quotaRoute) matches(req *http.Request) bool {
-	r := req
-	if r.Host == "" && r.URL != nil {
-		// ServeMux matches hosts on Request.Host, which client requests
-		// need not set.
-		r = &http.Request{Method: req.Method, URL: req.URL, Host: req.URL.Host, Header: req.Header}
-	}
-	_, pattern := q.mux.Handler(r)
-	return pattern == q.pattern
+	quota pace.Quota
+	routes
 }
 
 type costKey struct{}

@@ -837,7 +837,7 @@ func TestCanceledWhileHeldIsTyped(t *testing.T) {
 		kw := v.(*keyWaiters)
 		kw.mu.Lock()
 		defer kw.mu.Unlock()
-		return len(kw.main.line) == 1
+		return kw.main.n == 1
 	}, 5*time.Second, time.Millisecond)
 
 	cancel2()

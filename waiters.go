@@ -1,0 +1,417 @@
+package headway
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/headway-go/headway/pace"
+)
+
+// keyWaiters are the requests of one key waiting in this process: a line
+// per kind of request, so that requests wait in order and only the one
+// whose turn it is asks the state; the requests in flight per in-flight
+// cap (WithMaxInFlight); and a count of the key's changes here, with a
+// channel closed at the next one for those who sleep on it.
+type keyWaiters struct {
+	mu      sync.Mutex
+	changes atomic.Uint64 // the key's state changed this many times here
+	changed chan struct{} // closed at the next change; nil while no one waits for it
+	main    waitLine      // the line named "", most requests'
+	lines   map[string]*waitLine
+	routes  map[string]string // route -> the server-named bucket it was last counted in
+	names   map[string]string // "METHOD /path" -> the same, interned
+	waiting int               // requests in a line, their turn come or not
+	flight  []int             // requests in flight under each in-flight cap (index as config.caps)
+	flying  int               // their sum: a key with requests in flight is not swept
+	used    atomic.Bool       // since the last sweep
+	dead    atomic.Bool       // swept: join the key's new waiters instead (set under mu)
+}
+
+// A waitLine is one line: whether a request has its turn (and its
+// priority), and those waiting for it, by priority, each priority in the
+// order they came.
+type waitLine struct {
+	busy   bool
+	holder int     // the priority of the request whose turn it is
+	levels []level // highest priority first; none is empty
+	n      int     // waiters in levels that have not left
+}
+
+// level is the waiters of one priority, in the order they came. Those
+// that left before their turn stay, marked gone, until they reach the
+// front.
+type level struct {
+	prio int
+	q    ring[*waiter]
+}
+
+// A waiter is a request waiting for its turn in a line.
+type waiter struct {
+	ch      chan struct{} // closed when its turn comes
+	prio    int
+	since   time.Time // when it joined the line, for aging
+	gone    bool      // left before its turn
+	granted bool      // its turn came
+}
+
+// A ticket is a request's place in a line: w is nil when the turn was the
+// request's at once.
+type ticket struct {
+	q     string
+	prio  int
+	since time.Time
+	w     *waiter
+}
+
+// wait returns the channel closed when t's turn comes (nil: it has it).
+func (t ticket) wait() <-chan struct{} {
+	if t.w == nil {
+		return nil
+	}
+	return t.w.ch
+}
+
+// maxRoutes bounds keyWaiters.routes.
+const maxRoutes = 256
+
+// keyWaiters returns key's waiters, creating them.
+func (p *pacer) keyWaiters(key string) *keyWaiters {
+	if v, ok := p.waiters.Load(key); ok {
+		kw := v.(*keyWaiters)
+		kw.used.Store(true)
+		return kw
+	}
+	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{})
+	if !loaded {
+		p.sweepWaiters()
+	}
+	kw := v.(*keyWaiters)
+	kw.used.Store(true)
+	return kw
+}
+
+// sweepWaiters forgets, every sweepEvery new keys, the keys nobody waited
+// on since the previous sweep.
+func (p *pacer) sweepWaiters() {
+	if p.added.Add(1)%sweepEvery != 0 {
+		return
+	}
+	p.waiters.Range(func(k, v any) bool {
+		kw := v.(*keyWaiters)
+		if kw.used.Swap(false) {
+			return true
+		}
+		kw.mu.Lock()
+		if kw.waiting == 0 && kw.flying == 0 {
+			kw.dead.Store(true)
+			p.waiters.Delete(k)
+		}
+		kw.mu.Unlock()
+		return true
+	})
+}
+
+// version returns the number of the key's changes so far, for
+// changedSince.
+func (kw *keyWaiters) version() uint64 { return kw.changes.Load() }
+
+// closedChan is a channel that is closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// changedSince returns a channel closed once the key has changed after
+// version v (at once if it already has).
+func (kw *keyWaiters) changedSince(v uint64) <-chan struct{} {
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	if kw.changes.Load() != v {
+		return closedChan
+	}
+	if kw.changed == nil {
+		kw.changed = make(chan struct{})
+	}
+	return kw.changed
+}
+
+// signal wakes the waiters: the key's state changed.
+func (kw *keyWaiters) signal() {
+	kw.mu.Lock()
+	kw.wake()
+	kw.mu.Unlock()
+}
+
+// wake is signal with kw.mu held.
+func (kw *keyWaiters) wake() {
+	kw.changes.Add(1)
+	if kw.changed != nil {
+		close(kw.changed)
+		kw.changed = nil
+	}
+}
+
+// maxNames bounds keyWaiters.names.
+const maxNames = 256
+
+// enter names r's route (method+" "+path, the same string for the same
+// route while it is remembered, so that a route seen before costs no
+// allocation) and joins, with priority prio at now, the line of requests
+// like r, returning the caller's ticket: its wait is closed when it is the
+// caller's turn, or nil if the turn is the caller's at once. leave must be
+// called with it once the caller is done asking (granted or gone). ok is
+// false when kw was swept meanwhile: the caller must fetch the key's
+// waiters again.
+func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, prio int, now time.Time) (t ticket, ok bool) {
+	var buf [128]byte
+	name := append(append(append(buf[:0], method...), ' '), path...)
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	if kw.dead.Load() {
+		return ticket{}, false
+	}
+	route, known := kw.names[string(name)]
+	if !known {
+		route = string(name)
+		if kw.names == nil {
+			kw.names = map[string]string{}
+		}
+		if len(kw.names) >= maxNames {
+			clear(kw.names)
+		}
+		kw.names[route] = route
+	}
+	r.Route = route
+	kw.waiting++
+	return kw.enqueue(ticket{q: kw.lineName(r, caps), prio: prio, since: now}, false), true
+}
+
+// lineOf returns line q, creating it; kw.mu is held.
+func (kw *keyWaiters) lineOf(q string) *waitLine {
+	if q == "" {
+		return &kw.main
+	}
+	wl := kw.lines[q]
+	if wl == nil {
+		if kw.lines == nil {
+			kw.lines = map[string]*waitLine{}
+		}
+		wl = &waitLine{}
+		kw.lines[q] = wl
+	}
+	return wl
+}
+
+// enqueue puts t in its line, at the back of its priority or, when front
+// (a request that gives its turn up), at the front; kw.mu is held. A
+// request of a higher priority than the one whose turn it is wakes it, so
+// that it gives its turn up (yield) rather than keep it through a wait.
+func (kw *keyWaiters) enqueue(t ticket, front bool) ticket {
+	wl := kw.lineOf(t.q)
+	if !wl.busy {
+		wl.busy, wl.holder = true, t.prio
+		t.w = nil
+		return t
+	}
+	t.w = &waiter{ch: make(chan struct{}), prio: t.prio, since: t.since}
+	wl.add(t.w, front)
+	if t.prio > wl.holder {
+		kw.wake()
+	}
+	return t
+}
+
+// leave takes t out of its line, passing the turn on if it had it.
+func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) {
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	kw.waiting--
+	wl := kw.lineOf(t.q)
+	if t.w != nil && !t.w.granted {
+		// Gone before its turn came.
+		t.w.gone = true
+		wl.n--
+		return
+	}
+	kw.pass(t.q, wl, clk, aging)
+}
+
+// pass gives line q's turn to the next in it, or frees it; kw.mu is held.
+func (kw *keyWaiters) pass(q string, wl *waitLine, clk Clock, aging time.Duration) {
+	if wl.n > 0 {
+		next := wl.next(clk.Now(), aging)
+		next.granted = true
+		wl.holder = next.prio
+		close(next.ch)
+		return
+	}
+	wl.busy, wl.levels = false, nil // what is left in levels is gone
+	if q != "" {
+		delete(kw.lines, q)
+	}
+}
+
+// yield gives t's turn up if a request of a higher priority waits in its
+// line, and t has not waited long enough (aging) for its own priority not
+// to count. It returns t's new place (at the front of its priority), or
+// false when t keeps its turn.
+func (kw *keyWaiters) yield(t ticket, clk Clock, now time.Time, aging time.Duration) (ticket, bool) {
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	wl := kw.lineOf(t.q)
+	if wl.n == 0 || now.Sub(t.since) >= aging || wl.top() <= t.prio {
+		return t, false
+	}
+	t = kw.enqueue(t, true) // the line is busy: t gets a waiter
+	kw.pass(t.q, wl, clk, aging)
+	return t, true
+}
+
+// add puts w in its priority's level, at the back or the front.
+func (wl *waitLine) add(w *waiter, front bool) {
+	i := 0
+	for i < len(wl.levels) && wl.levels[i].prio > w.prio {
+		i++
+	}
+	if i == len(wl.levels) || wl.levels[i].prio != w.prio {
+		wl.levels = append(wl.levels, level{})
+		copy(wl.levels[i+1:], wl.levels[i:])
+		wl.levels[i] = level{prio: w.prio}
+	}
+	if front {
+		wl.levels[i].q.pushFront(w)
+	} else {
+		wl.levels[i].q.push(w)
+	}
+	wl.n++
+}
+
+// top returns the highest priority waiting (the line is not empty).
+func (wl *waitLine) top() int {
+	wl.trim()
+	return wl.levels[0].prio
+}
+
+// trim drops the waiters that left from the front of each level, and the
+// levels left empty.
+func (wl *waitLine) trim() {
+	for i := 0; i < len(wl.levels); {
+		q := &wl.levels[i].q
+		for q.len() > 0 && q.front().gone {
+			q.popFront()
+		}
+		if q.len() == 0 {
+			wl.levels = append(wl.levels[:i], wl.levels[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
+
+// next takes the waiter whose turn is next out of the line: the one that
+// has waited longest, among those that have waited aging or more, or else
+// the first of the highest priority. One waits (wl.n > 0).
+func (wl *waitLine) next(now time.Time, aging time.Duration) *waiter {
+	wl.trim()
+	pick := 0
+	var oldest time.Time
+	for i := range wl.levels {
+		// Within a level the first came first (or gave its turn up).
+		if s := wl.levels[i].q.front().since; now.Sub(s) >= aging && (oldest.IsZero() || s.Before(oldest)) {
+			pick, oldest = i, s
+		}
+	}
+	w := wl.levels[pick].q.popFront()
+	wl.n--
+	if wl.levels[pick].q.len() == 0 {
+		wl.levels = append(wl.levels[:pick], wl.levels[pick+1:]...)
+	}
+	return w
+}
+
+// lineName names the line a request waits in: requests counted in the same
+// server-named bucket, governed by the same declared quotas and under the
+// same in-flight caps wait in line together, so that a spent bucket or a
+// full cap holds back only its own requests. kw.mu is held.
+func (kw *keyWaiters) lineName(r *pace.Request, caps []int) string {
+	b := kw.routes[r.Route]
+	if len(r.Quotas) == 0 && len(caps) == 0 {
+		return b
+	}
+	// A NUL cannot be in a bucket's name, which a header value gives.
+	q := append([]byte(b), 0)
+	for _, i := range r.Quotas {
+		q = strconv.AppendInt(append(q, ' '), int64(i), 10)
+	}
+	for _, i := range caps {
+		q = strconv.AppendInt(append(q, ' ', 'c'), int64(i), 10)
+	}
+	return string(q)
+}
+
+// learnRoute remembers the bucket a route was counted in.
+func (kw *keyWaiters) learnRoute(route, bucket string) {
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	if kw.routes[route] == bucket {
+		return
+	}
+	if kw.routes == nil {
+		kw.routes = map[string]string{}
+	}
+	if len(kw.routes) >= maxRoutes {
+		clear(kw.routes)
+	}
+	kw.routes[route] = bucket
+}
+
+// ring is a queue in a circular buffer that grows as needed.
+type ring[T any] struct {
+	buf  []T
+	head int
+	n    int
+}
+
+func (r *ring[T]) len() int { return r.n }
+
+func (r *ring[T]) grow() {
+	if r.n < len(r.buf) {
+		return
+	}
+	buf := make([]T, max(2*len(r.buf), 4))
+	for i := range r.n {
+		buf[i] = r.buf[(r.head+i)%len(r.buf)]
+	}
+	r.buf, r.head = buf, 0
+}
+
+// push adds v at the back.
+func (r *ring[T]) push(v T) {
+	r.grow()
+	r.buf[(r.head+r.n)%len(r.buf)] = v
+	r.n++
+}
+
+// pushFront adds v at the front.
+func (r *ring[T]) pushFront(v T) {
+	r.grow()
+	r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
+	r.buf[r.head] = v
+	r.n++
+}
+
+// front returns the first value (the ring is not empty).
+func (r *ring[T]) front() T { return r.buf[r.head] }
+
+// popFront removes and returns the first value (the ring is not empty).
+func (r *ring[T]) popFront() T {
+	var zero T
+	v := r.buf[r.head]
+	r.buf[r.head] = zero
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return v
+}

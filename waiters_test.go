@@ -1,0 +1,131 @@
+package headway
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/pace"
+)
+
+// TestLineOrder: a key's line serves the highest priority first, each
+// priority in the order it came; a request that left before its turn is
+// skipped; one that has waited the aging bound goes before any that waited
+// less, whatever their priorities.
+func TestLineOrder(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	const aging = 10 * time.Second
+	kw := &keyWaiters{}
+	enter := func(prio int) ticket {
+		r := pace.Request{}
+		tk, ok := kw.enter("GET", "/", &r, nil, prio, clk.Now())
+		require.True(t, ok)
+		return tk
+	}
+	turn := func(tk ticket) bool {
+		select {
+		case <-tk.wait():
+			return true
+		default:
+			return false
+		}
+	}
+	holder := enter(0)
+	require.Nil(t, holder.w, "an empty line's turn is had at once")
+	a, b, c, d := enter(-10), enter(10), enter(0), enter(10)
+	gone := enter(10)
+	kw.leave(gone, clk, aging) // left before its turn
+	order := []ticket{b, d, c, a}
+	prev := holder
+	for i, tk := range order {
+		require.False(t, turn(tk), "%d: not yet", i)
+		kw.leave(prev, clk, aging)
+		require.True(t, turn(tk), "%d: its turn", i)
+		for _, rest := range order[i+1:] {
+			require.False(t, turn(rest))
+		}
+		prev = tk
+	}
+	kw.leave(prev, clk, aging)
+	require.False(t, kw.main.busy)
+	require.Zero(t, kw.waiting)
+
+	// Aging: a batch request that has waited 10 s goes before interactive
+	// requests that came later.
+	holder = enter(0)
+	batch := enter(-10)
+	clk.Advance(aging)
+	hi := enter(10)
+	kw.leave(holder, clk, aging)
+	require.True(t, turn(batch), "aged: its turn before the higher priority")
+	require.False(t, turn(hi))
+	kw.leave(batch, clk, aging)
+	require.True(t, turn(hi))
+	kw.leave(hi, clk, aging)
+	require.Zero(t, kw.waiting)
+}
+
+// TestLineYield: the request whose turn it is gives it up to a higher
+// priority that comes while it waits, and gets it back next; it keeps it
+// against equal or lower priorities, and once it has waited the aging
+// bound.
+func TestLineYield(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	const aging = 10 * time.Second
+	kw := &keyWaiters{}
+	enter := func(prio int) ticket {
+		r := pace.Request{}
+		tk, _ := kw.enter("GET", "/", &r, nil, prio, clk.Now())
+		return tk
+	}
+	v := kw.version()
+	low := enter(0)
+	same := enter(0)
+	_, yielded := kw.yield(low, clk, clk.Now(), aging)
+	require.False(t, yielded, "an equal priority waits")
+	require.Equal(t, v, kw.version(), "and does not wake the holder")
+	hi := enter(5)
+	require.NotEqual(t, v, kw.version(), "a higher priority wakes the holder")
+	low2, yielded := kw.yield(low, clk, clk.Now(), aging)
+	require.True(t, yielded)
+	<-hi.wait() // hi has the turn
+	kw.leave(hi, clk, aging)
+	<-low2.wait() // back to low, before same
+	select {
+	case <-same.wait():
+		t.Fatal("same came after low")
+	default:
+	}
+	clk.Advance(aging)
+	enter(9)
+	_, yielded = kw.yield(low2, clk, clk.Now(), aging)
+	require.False(t, yielded, "aged: it keeps its turn")
+}
+
+// TestRing: the ring keeps order across wrap-around and growth, at both
+// ends.
+func TestRing(t *testing.T) {
+	var r ring[int]
+	var want []int
+	for i := range 100 {
+		if i%3 == 0 {
+			r.pushFront(i)
+			want = append([]int{i}, want...)
+		} else {
+			r.push(i)
+			want = append(want, i)
+		}
+		if i%4 == 0 {
+			require.Equal(t, want[0], r.popFront())
+			want = want[1:]
+		}
+	}
+	require.Equal(t, len(want), r.len())
+	for _, w := range want {
+		require.Equal(t, w, r.front())
+		require.Equal(t, w, r.popFront())
+	}
+	require.Zero(t, r.len())
+}
