@@ -43,6 +43,7 @@ type config struct {
 	retryAll        bool
 	bufferBody      int64
 	budget          RetryBudget
+	overload        float64 // the overload throttle's ratio; 0: off
 	key             func(*http.Request) string
 	logger          *slog.Logger
 	onRetry         func(RetryEvent)
@@ -70,6 +71,7 @@ func newConfig(opts []Option) *config {
 		cap:         DefaultMaxDelay,
 		jitter:      JitterFull,
 		budget:      NewRetryBudget(DefaultBudgetRatio, DefaultBudgetReserve),
+		overload:    DefaultOverloadRatio,
 		key:         hostKey,
 		clock:       SystemClock{},
 		aging:       DefaultPriorityAging,

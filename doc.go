@@ -52,6 +52,10 @@
 //     context's error.
 //   - A retry budget per key (WithRetryBudget) bounds retries of failures to
 //     about 10% of requests, so an outage is not multiplied by retries.
+//   - When most attempts to a key fail, the overload throttle
+//     (WithOverloadThrottle) holds first attempts back too, sending about
+//     twice what the backend accepts (10% at least, so that its recovery
+//     is seen); those held back fail at once with ErrOverloaded.
 //
 // Wrapping a client twice does not stack the layers: NewTransport recognises
 // its own transport and replaces it.

@@ -20,6 +20,11 @@ var ErrRateLimitExceeded = errors.New("headway: rate limit exceeded")
 // another attempt (see WithRetryBudget); the transport error is wrapped too.
 var ErrRetryBudgetExhausted = errors.New("headway: retry budget exhausted")
 
+// ErrOverloaded is the error a *RetryError wraps (Reason ReasonOverloaded)
+// when the overload throttle held a request back without sending it: most
+// recent attempts to its key failed (see WithOverloadThrottle).
+var ErrOverloaded = errors.New("headway: backend overloaded, request not sent")
+
 // ErrAttemptTimeout is the cause of a transport error when one attempt took
 // longer than WithAttemptTimeout allows.
 var ErrAttemptTimeout = errors.New("headway: attempt timed out")
@@ -46,6 +51,10 @@ const (
 	// ReasonCanceled: the request's context was cancelled, or its deadline
 	// passed, while headway waited to retry.
 	ReasonCanceled Reason = decide.Canceled
+	// ReasonOverloaded: most recent attempts to the request's key failed
+	// (5xx or transport errors), and the overload throttle held this one
+	// back without sending it (see WithOverloadThrottle).
+	ReasonOverloaded Reason = decide.Overloaded
 )
 
 // String describes the reason in a few words.
@@ -65,6 +74,8 @@ func (r Reason) String() string {
 		return "retry budget exhausted"
 	case ReasonCanceled:
 		return "context done while waiting"
+	case ReasonOverloaded:
+		return "backend overloaded, not sent"
 	default:
 		return fmt.Sprintf("Reason(%d)", int(r))
 	}

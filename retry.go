@@ -15,6 +15,7 @@ type retryTransport struct {
 	next   http.RoundTripper
 	obs    observer // next, when it is headway's pacing layer
 	c      *config
+	ol     overload         // the overload throttle's counts
 	parser ratelimit.Parser // when obs is nil
 }
 
@@ -50,6 +51,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 	caller := callerLoopOf(req.Header)
 	if caller.retrying() {
 		return refuse(req, caller.refusal())
+	}
+	if c.overload > 0 && !t.ol.admit(key, c.overload, c.clock.Now(), c.rnd) {
+		// Held back: not sent, so it earns no retry either.
+		return refuse(req, &RetryError{Reason: ReasonOverloaded, Err: ErrOverloaded})
 	}
 	if c.budget != nil {
 		c.budget.Deposit(key)
@@ -94,6 +99,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			return nil, err
 		}
 		a := t.send(req, hdr, b, !safeAfterWrite, l)
+		if c.overload > 0 {
+			// The caller's context ending is not the backend's doing.
+			accepted := a.err == nil && a.resp.StatusCode < 500 || ctx.Err() != nil
+			t.ol.record(key, c.clock.Now(), accepted)
+		}
 		if c.onAttempt != nil {
 			c.attempted(req, key, n, &a)
 		}

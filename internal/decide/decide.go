@@ -26,6 +26,7 @@ const (
 	BodyNotReplayable
 	BudgetExhausted
 	Canceled
+	Overloaded
 )
 
 // MinThrottledWait is the least time before a 429 is retried when the
