@@ -64,6 +64,10 @@ func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
+	if applied(req.Context(), p.c, paceLayer) {
+		// A headway stack above paces this request already.
+		return p.next.RoundTrip(req)
+	}
 	l, waited, err := p.hold(req)
 	if st := statsFrom(req.Context()); st != nil {
 		st.Waited += waited

@@ -33,7 +33,9 @@ func noRelease() {}
 // header instead of the caller's, without touching the caller's request.
 // trackWrite asks to learn whether the request was written before a
 // failure, which decides whether a non-idempotent request may be retried.
-func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool, l lease) attempt {
+// obs is the pacing layer that observes the attempt under lease l (nil
+// when there is none, or a headway stack above paces: see layers.go).
+func (t *retryTransport) send(obs observer, req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool, l lease) attempt {
 	a := attempt{release: noRelease}
 	ctx := req.Context()
 	var wrote *atomic.Bool
@@ -56,8 +58,8 @@ func (t *retryTransport) send(req *http.Request, hdr http.Header, body io.ReadCl
 		}
 		r.Body = body
 	}
-	if t.obs != nil {
-		a.resp, a.obs, a.err = t.obs.observe(r, l)
+	if obs != nil {
+		a.resp, a.obs, a.err = obs.observe(r, l)
 	} else {
 		a.resp, a.err = roundTrip(t.next, r)
 		if a.resp != nil {

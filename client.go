@@ -285,14 +285,17 @@ func NewTransport(base http.RoundTripper, opts ...Option) http.RoundTripper {
 		base = defaultBase()
 	}
 	c := newConfig(opts)
+	m := newMarker(c, base)
 	rt := base
 	if c.pace {
 		rt = newPacer(rt, c)
 	}
 	if c.retry {
-		rt = newRetryTransport(rt, c)
+		t := newRetryTransport(rt, c)
+		t.mark = m
+		rt = t
 	} else {
-		rt = countingTransport{rt}
+		rt = countingTransport{next: rt, c: c, mark: m}
 	}
 	return rt
 }

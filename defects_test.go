@@ -205,3 +205,52 @@ func TestDrainIsPartOfTheWait(t *testing.T) {
 		require.True(t, b.closed.Load())
 	}
 }
+
+// foreignRT is a transport of someone else's (a logger, a tracer) that
+// hides the transport it wraps.
+type foreignRT struct{ next http.RoundTripper }
+
+func (f foreignRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	return f.next.RoundTrip(req.WithContext(req.Context())) // a clone, as tracers make
+}
+
+// TestWrapThroughForeignWrapperDoesNotStack: a client whose transport is
+// headway inside a transport of someone else's, wrapped again, sends each
+// attempt once and counts it once. Stacked, a GET answered 503 reached the
+// server 16 times (11 with the default budget) and Stats said 20.
+func TestWrapThroughForeignWrapperDoesNotStack(t *testing.T) {
+	loNoLeaks(t)
+	var hits atomic.Int32
+	status := atomic.Int32{}
+	srv := loServe(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(int(status.Load()))
+	})
+	opts := []Option{WithClock(loAutoClock()), WithRetryBudget(nil)}
+	inner := Wrap(&http.Client{Transport: loBase(t)}, opts...)
+	for name, c := range map[string]*http.Client{
+		"retries and pacing":   Wrap(&http.Client{Transport: foreignRT{inner.Transport}}, opts...),
+		"outer without pacing": Wrap(&http.Client{Transport: foreignRT{inner.Transport}}, append(opts, WithoutPacing())...),
+		"twice through":        Wrap(&http.Client{Transport: foreignRT{Wrap(&http.Client{Transport: foreignRT{inner.Transport}}, opts...).Transport}}, opts...),
+	} {
+		hits.Store(0)
+		status.Store(http.StatusServiceUnavailable)
+		req, st := loRequest(t, context.Background(), http.MethodGet, srv.URL, nil)
+		resp, err := c.Do(req)
+		require.NoError(t, err, name)
+		loCloseBody(t, resp)
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, name)
+		require.EqualValues(t, DefaultMaxAttempts, hits.Load(), name)
+		require.Equal(t, DefaultMaxAttempts, st.Attempts, name)
+	}
+	// Without retries above, the inner stack's retry loop runs; its
+	// attempts are counted once.
+	hits.Store(0)
+	c := Wrap(&http.Client{Transport: foreignRT{inner.Transport}}, append(opts, WithoutRetries())...)
+	req, st := loRequest(t, context.Background(), http.MethodGet, srv.URL, nil)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	loCloseBody(t, resp)
+	require.EqualValues(t, DefaultMaxAttempts, hits.Load())
+	require.Equal(t, DefaultMaxAttempts, st.Attempts)
+}

@@ -17,6 +17,7 @@ type retryTransport struct {
 	c      *config
 	ol     overload         // the overload throttle's counts
 	parser ratelimit.Parser // when obs is nil
+	mark   *marker          // put on the requests sent, when the base may hide a headway stack (layers.go)
 }
 
 func newRetryTransport(next http.RoundTripper, c *config) *retryTransport {
@@ -36,7 +37,17 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
+	if applied(req.Context(), t.c, retryLayer) {
+		// A headway stack above, behind a transport of someone else's,
+		// retries this request already: one loop is enough.
+		return t.next.RoundTrip(req)
+	}
+	req = mark(req, t.mark)
 	ctx := req.Context()
+	obs := t.obs
+	if obs != nil && applied(ctx, t.c, paceLayer) {
+		obs = nil // a headway stack above paces; the pacer below passes the attempts through
+	}
 	st := statsFrom(ctx)
 	c := t.c
 	key := c.key(req)
@@ -72,11 +83,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 	var prevBackoff, waited time.Duration
 	for n := 1; ; n++ {
 		var l lease
-		if t.obs != nil {
+		if obs != nil {
 			// The pacing layer's pause comes before the attempt (and its
 			// timeout): a request held back has not been sent.
 			var d time.Duration
-			l, d, err = t.obs.hold(req)
+			l, d, err = obs.hold(req)
 			waited += d
 			if st != nil {
 				st.Waited += d
@@ -93,12 +104,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 		}
 		b, err := body.body(n)
 		if err != nil {
-			if t.obs != nil {
-				t.obs.cancel(l)
+			if obs != nil {
+				obs.cancel(l)
 			}
 			return nil, err
 		}
-		a := t.send(req, hdr, b, !safeAfterWrite, l)
+		a := t.send(obs, req, hdr, b, !safeAfterWrite, l)
 		if c.overload > 0 {
 			// The caller's context ending is not the backend's doing.
 			accepted := a.err == nil && a.resp.StatusCode < 500 || ctx.Err() != nil

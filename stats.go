@@ -48,12 +48,27 @@ func statsFrom(ctx context.Context) *Stats {
 
 // countingTransport keeps Stats when the retry layer, which normally keeps
 // them, is left out (WithoutRetries).
-type countingTransport struct{ next http.RoundTripper }
+type countingTransport struct {
+	next http.RoundTripper
+	c    *config
+	mark *marker // put on the requests sent, when the base may hide a headway stack (layers.go)
+}
 
 // RoundTrip implements http.RoundTripper.
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if st := statsFrom(req.Context()); st != nil && !heldBack(err) {
+	if applied(req.Context(), t.c, retryLayer) {
+		// A headway stack above counts the attempts.
+		return t.next.RoundTrip(req)
+	}
+	st := statsFrom(req.Context())
+	var before int
+	if st != nil {
+		before = st.Attempts
+	}
+	resp, err := t.next.RoundTrip(mark(req, t.mark))
+	// A headway retry loop below, behind a transport of someone else's,
+	// counts its own attempts.
+	if st != nil && st.Attempts == before && !heldBack(err) {
 		st.Attempts++
 		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
 			st.Throttled++
