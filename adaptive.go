@@ -117,13 +117,16 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	start := clk.Now()
 	preq := p.describe(req)
 	caps := p.capsOf(req)
-	prio := priorityFrom(ctx)
+	t := ticket{prio: priorityFrom(ctx), since: start, deadline: start.Add(p.c.maxWait)}
+	dl, hasDeadline := ctx.Deadline()
+	if hasDeadline && dl.Before(t.deadline) {
+		t.deadline = dl
+	}
 	var kw *keyWaiters
-	var t ticket
 	for {
 		kw = p.keyWaiters(key)
 		var ok bool
-		if t, ok = kw.enter(req.Method, req.URL.Path, &preq, caps, prio, start); ok {
+		if t, ok = kw.enter(req.Method, req.URL.Path, &preq, caps, t); ok {
 			break
 		}
 	}
@@ -131,6 +134,18 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	inLine := func() error {
 		select {
 		case <-t.wait():
+			if w := t.w; w.refused {
+				// The line's pace cannot let it go before its deadline.
+				e := &RateLimitError{
+					Method: req.Method, URL: decide.Redact(req.URL),
+					Reason: ReasonWaitTooLong, Bound: p.c.maxWait,
+					Wait: w.start.Sub(start), Why: "in the line to " + key + ", behind requests held by: " + why(w.why),
+				}
+				if hasDeadline && !dl.After(start.Add(p.c.maxWait)) {
+					e.Reason, e.Bound = ReasonDeadline, max(dl.Sub(start), 0)
+				}
+				return e
+			}
 			return nil
 		case <-ctx.Done():
 			return canceled(req, 0, "waiting for the earlier requests to "+key, ctx)
@@ -196,6 +211,9 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 		}
 		kw.release(caps, false)
 		wait := max(d.At.Sub(now), 0)
+		if d.Pace.Limit > 0 {
+			kw.project(t.q, d, now)
+		}
 		if d.Definite {
 			if err := p.fits(req, key, now, wait, d); err != nil {
 				return lease{}, now.Sub(start), err

@@ -37,6 +37,17 @@ type waitLine struct {
 	holder int     // the priority of the request whose turn it is
 	levels []level // highest priority first; none is empty
 	n      int     // waiters in levels that have not left
+
+	// What the request whose turn it is was last told (a definite wait
+	// until paceAt, under a quota of pace): the line projects from it when
+	// those behind may go at the earliest, and refuses at once those whose
+	// deadline comes first (see project).
+	pace    pace.Pace
+	paceAt  time.Time
+	paceWhy pace.Decision // its Why and Detail
+	swept   time.Time     // when the line was last checked against pace
+	// sweptDefinite says that check projected from a definite wait.
+	sweptDefinite bool
 }
 
 // level is the waiters of one priority, in the order they came. Those
@@ -45,24 +56,32 @@ type waitLine struct {
 type level struct {
 	prio int
 	q    ring[*waiter]
+	live int // those in q that have not left
 }
 
 // A waiter is a request waiting for its turn in a line.
 type waiter struct {
-	ch      chan struct{} // closed when its turn comes
-	prio    int
-	since   time.Time // when it joined the line, for aging
-	gone    bool      // left before its turn
-	granted bool      // its turn came
+	ch       chan struct{} // closed when its turn comes, or it is refused
+	prio     int
+	since    time.Time // when it joined the line, for aging
+	deadline time.Time // the earliest of its context's deadline and its max wait (zero: none)
+	gone     bool      // left before its turn, or refused
+	granted  bool      // its turn came
+	// refused says that it cannot be sent before its deadline: it may go
+	// at start at the earliest, for the reason why.
+	refused bool
+	start   time.Time
+	why     pace.Decision // its Why and Detail
 }
 
 // A ticket is a request's place in a line: w is nil when the turn was the
 // request's at once.
 type ticket struct {
-	q     string
-	prio  int
-	since time.Time
-	w     *waiter
+	q        string
+	prio     int
+	since    time.Time
+	deadline time.Time // see waiter.deadline
+	w        *waiter
 }
 
 // wait returns the channel closed when t's turn comes (nil: it has it).
@@ -159,13 +178,13 @@ const maxNames = 256
 
 // enter names r's route (method+" "+path, the same string for the same
 // route while it is remembered, so that a route seen before costs no
-// allocation) and joins, with priority prio at now, the line of requests
-// like r, returning the caller's ticket: its wait is closed when it is the
+// allocation) and joins, with t's priority, arrival and deadline, the line
+// of requests like r, returning the caller's ticket: its wait is closed when it is the
 // caller's turn, or nil if the turn is the caller's at once. leave must be
 // called with it once the caller is done asking (granted or gone). ok is
 // false when kw was swept meanwhile: the caller must fetch the key's
 // waiters again.
-func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, prio int, now time.Time) (t ticket, ok bool) {
+func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, t ticket) (ticket, bool) {
 	var buf [128]byte
 	name := append(append(append(buf[:0], method...), ' '), path...)
 	kw.mu.Lock()
@@ -186,7 +205,8 @@ func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, pr
 	}
 	r.Route = route
 	kw.waiting++
-	return kw.enqueue(ticket{q: kw.lineName(r, caps), prio: prio, since: now}, false), true
+	t.q = kw.lineName(r, caps)
+	return kw.enqueue(t, false), true
 }
 
 // lineOf returns line q, creating it; kw.mu is held.
@@ -216,12 +236,75 @@ func (kw *keyWaiters) enqueue(t ticket, front bool) ticket {
 		t.w = nil
 		return t
 	}
-	t.w = &waiter{ch: make(chan struct{}), prio: t.prio, since: t.since}
-	wl.add(t.w, front)
-	if t.prio > wl.holder {
+	t.w = &waiter{ch: make(chan struct{}), prio: t.prio, since: t.since, deadline: t.deadline}
+	lv := wl.add(t.w, front)
+	if !front {
+		// At the back of its priority: lv.live-1 of its priority go
+		// before it, after the one whose turn it is.
+		wl.check(lv, t.w, int64(lv.live))
+	}
+	if t.prio > wl.holder && !t.w.refused {
 		kw.wake()
 	}
 	return t
+}
+
+// check refuses w, the nth request of its priority after the one whose
+// turn it is, if the line's pace cannot let it go before its deadline.
+func (wl *waitLine) check(lv *level, w *waiter, n int64) {
+	if w.deadline.IsZero() || wl.pace.Limit <= 0 {
+		return
+	}
+	if start := wl.pace.Earliest(wl.paceAt, n); !start.Before(w.deadline) {
+		w.refused, w.start, w.why = true, start, wl.paceWhy
+		w.gone = true
+		lv.live--
+		wl.n--
+		close(w.ch)
+	}
+}
+
+// project records that the request whose turn it is in line q may not go
+// before d.At (before now, when d is not Definite), under a quota of pace
+// d.Pace, and, when that changed or a window has passed since, refuses every request in the line that p
+// cannot let go before its deadline. Only the requests of the same
+// priority ahead of a request are counted as going before it (aging may
+// let older ones of lower priorities, and requests of higher priorities
+// that come later, go first as well: that only delays it more), so the
+// projection is never later than the earliest it could go.
+func (kw *keyWaiters) project(q string, d pace.Decision, now time.Time) {
+	p, at := d.Pace, d.At
+	if !d.Definite {
+		// It may go sooner than At, into what is left of a window.
+		p.Slack++
+		at = now
+	}
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	wl := kw.lineOf(q)
+	// Check the line again when the quota's pace changed, when a window
+	// has passed, and when a definite wait first sharpens the projection.
+	check := p.Limit != wl.pace.Limit || p.Window != wl.pace.Window ||
+		now.Sub(wl.swept) >= p.Window || d.Definite && !wl.sweptDefinite
+	wl.pace, wl.paceAt = p, at
+	wl.paceWhy = pace.Decision{Why: d.Why, Detail: d.Detail}
+	if wl.n == 0 || p.Limit <= 0 || !check {
+		return
+	}
+	wl.swept, wl.sweptDefinite = now, d.Definite
+
+	for i := range wl.levels {
+		lv := &wl.levels[i]
+		var n int64
+		for j := range lv.q.len() {
+			w := lv.q.at(j)
+			if w.gone {
+				continue
+			}
+			n++
+			wl.check(lv, w, n)
+		}
+	}
 }
 
 // leave takes t out of its line, passing the turn on if it had it.
@@ -231,9 +314,12 @@ func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) {
 	kw.waiting--
 	wl := kw.lineOf(t.q)
 	if t.w != nil && !t.w.granted {
-		// Gone before its turn came.
-		t.w.gone = true
-		wl.n--
+		// Gone before its turn came (or refused, and gone already).
+		if !t.w.gone {
+			t.w.gone = true
+			wl.levelOf(t.w.prio).live--
+			wl.n--
+		}
 		return
 	}
 	kw.pass(t.q, wl, clk, aging)
@@ -270,8 +356,19 @@ func (kw *keyWaiters) yield(t ticket, clk Clock, now time.Time, aging time.Durat
 	return t, true
 }
 
-// add puts w in its priority's level, at the back or the front.
-func (wl *waitLine) add(w *waiter, front bool) {
+// levelOf returns the level of priority prio, which is in the line.
+func (wl *waitLine) levelOf(prio int) *level {
+	for i := range wl.levels {
+		if wl.levels[i].prio == prio {
+			return &wl.levels[i]
+		}
+	}
+	panic("headway: a waiter's level is not in its line")
+}
+
+// add puts w in its priority's level, at the back or the front, and
+// returns the level.
+func (wl *waitLine) add(w *waiter, front bool) *level {
 	i := 0
 	for i < len(wl.levels) && wl.levels[i].prio > w.prio {
 		i++
@@ -286,7 +383,9 @@ func (wl *waitLine) add(w *waiter, front bool) {
 	} else {
 		wl.levels[i].q.push(w)
 	}
+	wl.levels[i].live++
 	wl.n++
+	return &wl.levels[i]
 }
 
 // top returns the highest priority waiting (the line is not empty).
@@ -325,6 +424,7 @@ func (wl *waitLine) next(now time.Time, aging time.Duration) *waiter {
 		}
 	}
 	w := wl.levels[pick].q.popFront()
+	wl.levels[pick].live--
 	wl.n--
 	if wl.levels[pick].q.len() == 0 {
 		wl.levels = append(wl.levels[:pick], wl.levels[pick+1:]...)
@@ -402,6 +502,9 @@ func (r *ring[T]) pushFront(v T) {
 	r.buf[r.head] = v
 	r.n++
 }
+
+// at returns the ith value from the front (i < r.len()).
+func (r *ring[T]) at(i int) T { return r.buf[(r.head+i)%len(r.buf)] }
 
 // front returns the first value (the ring is not empty).
 func (r *ring[T]) front() T { return r.buf[r.head] }

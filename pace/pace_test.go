@@ -2,6 +2,7 @@ package pace
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -1072,4 +1073,20 @@ func TestAbsurdNumbers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPaceEarliest: n requests after one sent at at take at least n/Limit
+// (rounded down) less Slack windows; the zero Pace bounds nothing; a huge
+// n saturates rather than overflows.
+func TestPaceEarliest(t *testing.T) {
+	at := t0
+	p := Pace{Limit: 50, Window: time.Second}
+	require.Equal(t, at, p.Earliest(at, 49))
+	require.Equal(t, at.Add(time.Second), p.Earliest(at, 50))
+	require.Equal(t, at.Add(60*time.Second), p.Earliest(at, 3000))
+	p.Slack = 1
+	require.Equal(t, at, p.Earliest(at, 50))
+	require.Equal(t, at.Add(59*time.Second), p.Earliest(at, 3000))
+	require.Equal(t, at, Pace{}.Earliest(at, 1e9))
+	require.Equal(t, at.Add(time.Duration(maxHorizon)), Pace{Limit: 1, Window: time.Hour}.Earliest(at, math.MaxInt64))
 }

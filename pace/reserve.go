@@ -151,6 +151,38 @@ type Decision struct {
 	// Why says why it waits; Detail names the quota or pause.
 	Why    Why
 	Detail string
+	// Pace, when a quota whose limit the server said holds the request,
+	// is the fastest that quota can let requests through: the caller's
+	// line can project when the requests behind this one may go at the
+	// earliest, from At when Definite (the request goes at At, the first
+	// of a window or of a refill), and otherwise from now with one window
+	// more of slack (it may go sooner, into what is left of a window).
+	Pace Pace
+}
+
+// Pace bounds how fast a quota lets requests through: n requests after
+// one that goes at some instant take at least (n/Limit - Slack) whole
+// Windows (n/Limit rounded down). The zero Pace bounds nothing.
+type Pace struct {
+	Limit  int64
+	Window time.Duration
+	Slack  int64
+}
+
+// Earliest returns the earliest the nth request after one sent at at may
+// be sent (at itself when p bounds nothing).
+func (p Pace) Earliest(at time.Time, n int64) time.Time {
+	if p.Limit <= 0 || p.Window <= 0 {
+		return at
+	}
+	windows := n/p.Limit - p.Slack
+	if windows <= 0 {
+		return at
+	}
+	if windows > int64(maxHorizon)/int64(p.Window) {
+		return at.Add(time.Duration(maxHorizon))
+	}
+	return at.Add(time.Duration(windows) * p.Window)
 }
 
 // wait collects the reasons to wait, keeping the one that lasts longest.
@@ -160,11 +192,22 @@ type wait struct {
 	definite bool
 	why      Why
 	detail   string
+	pace     Pace // the slowest Pace of the quotas that hold it
 }
 
 func (w *wait) later(at int64, definite bool, why Why, detail string) {
 	if !w.set || definite && (!w.definite || at > w.at) || !w.definite && !definite && at > w.at {
-		*w = wait{set: true, at: at, definite: definite, why: why, detail: detail}
+		*w = wait{set: true, at: at, definite: definite, why: why, detail: detail, pace: w.pace}
+	}
+}
+
+// paced keeps p if it is slower in a long run than the Pace kept so far.
+func (w *wait) paced(p Pace) {
+	if p.Limit <= 0 {
+		return
+	}
+	if w.pace.Limit <= 0 || float64(p.Limit)/float64(p.Window) < float64(w.pace.Limit)/float64(w.pace.Window) {
+		w.pace = p
 	}
 }
 
@@ -217,6 +260,7 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 		switch {
 		case !r.ok:
 			w.later(r.at, r.definite, r.why, r.detail)
+			w.paced(p.pace())
 		case r.probe && np < len(probes):
 			probes[np] = i
 			np++
@@ -250,7 +294,7 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 		if !w.definite {
 			at = min(at, t+int64(pollStep))
 		}
-		return Decision{At: time.Unix(0, at), Definite: w.definite, Why: w.why, Detail: w.detail}
+		return Decision{At: time.Unix(0, at), Definite: w.definite, Why: w.why, Detail: w.detail, Pace: w.pace}
 	}
 	l := k.grant(t, req, h, bname, first, cfg)
 	for _, i := range probes[:np] {
@@ -466,6 +510,52 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	r.at = min(at, now+maxHorizon)
 	r.detail = p.describe(slowest)
 	return r
+}
+
+// pace bounds how fast p lets requests through, whichever of its
+// candidates that the evidence has not refuted is the server's: for a
+// window, limit per the shortest window length still possible; for a
+// bucket, limit per the time the fastest refill still possible takes to
+// return limit units (or per the window the server said, when the answers
+// bound no refill rate yet); a sliding counter may let up to a window's worth
+// more through (Slack 1). The zero Pace when p counts something other
+// than requests, the server did not say its limit (p.limit is then only
+// what was seen), or a candidate's speed is unbounded.
+func (p *policy) pace() Pace {
+	if p.unit != ratelimit.UnitRequests || !p.limitSaid || p.limit <= 0 {
+		return Pace{}
+	}
+	pc := Pace{Limit: p.limit, Window: time.Duration(math.MaxInt64)}
+	for c := range nCand {
+		if p.alive&(1<<c) == 0 {
+			continue
+		}
+		var w time.Duration
+		switch candidate(c) {
+		case cBucket:
+			switch {
+			case p.rHi > 0:
+				w = time.Duration(float64(p.limit) / p.rHi * 1e9)
+			case p.said > 0:
+				w = time.Duration(p.said) // the server said limit per window: its rate
+			default:
+				return Pace{}
+			}
+		case cCounter:
+			pc.Slack = 1
+			w = time.Duration(p.period.lo)
+		default:
+			w = time.Duration(p.period.lo)
+		}
+		if w <= 0 {
+			return Pace{}
+		}
+		pc.Window = min(pc.Window, w)
+	}
+	if pc.Window == time.Duration(math.MaxInt64) {
+		return Pace{}
+	}
+	return pc
 }
 
 // trickle earns the probe budget with time too, so that a policy whose
