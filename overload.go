@@ -70,14 +70,18 @@ type overloadKey struct {
 	used     atomic.Bool
 }
 
-// get returns key's counts, creating them.
-func (o *overload) get(key string) *overloadKey {
+// get returns key's counts, creating them when create (nil otherwise: a
+// key that never failed keeps none).
+func (o *overload) get(key string, create bool) *overloadKey {
 	if v, ok := o.keys.Load(key); ok {
 		k := v.(*overloadKey)
 		if !k.used.Load() {
 			k.used.Store(true)
 		}
 		return k
+	}
+	if !create {
+		return nil
 	}
 	v, loaded := o.keys.LoadOrStore(key, &overloadKey{})
 	if !loaded && o.added.Add(1)%sweepEvery == 0 {
@@ -111,7 +115,10 @@ func (k *overloadKey) decay(now int64) {
 // when its outcome is known (record): requests still on their way are
 // neither refused nor accepted yet.
 func (o *overload) admit(key string, ratio float64, now time.Time, rnd *decide.Rand) bool {
-	k := o.get(key)
+	k := o.get(key, false)
+	if k == nil {
+		return true // nothing failed
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.decay(now.UnixNano())
@@ -126,7 +133,10 @@ func (o *overload) admit(key string, ratio float64, now time.Time, rnd *decide.R
 // record counts an attempt to key whose outcome is known at now: accepted
 // when it was answered with a status below 500.
 func (o *overload) record(key string, now time.Time, accepted bool) {
-	k := o.get(key)
+	k := o.get(key, !accepted)
+	if k == nil {
+		return // a key counts from its first failure
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.decay(now.UnixNano())
