@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/headway-go/headway/internal/decide"
 	"github.com/headway-go/headway/ratelimit"
 )
 
@@ -29,32 +28,33 @@ var ErrOverloaded = errors.New("headway: backend overloaded, request not sent")
 // longer than WithAttemptTimeout allows.
 var ErrAttemptTimeout = errors.New("headway: attempt timed out")
 
-// Reason says why headway gave up on a request.
+// Reason says why headway gave up on a request. (Its values are those of
+// the decisions in internal/decide, which TestReasonsAgree checks.)
 type Reason int
 
 const (
 	// ReasonAttemptsExhausted: every attempt WithMaxAttempts allows was made.
-	ReasonAttemptsExhausted Reason = decide.AttemptsExhausted
+	ReasonAttemptsExhausted Reason = iota + 1
 	// ReasonWaitTooLong: the server asked for a wait longer than WithMaxWait.
-	ReasonWaitTooLong Reason = decide.WaitTooLong
+	ReasonWaitTooLong
 	// ReasonDeadline: the required wait would end after the context deadline.
-	ReasonDeadline Reason = decide.Deadline
+	ReasonDeadline
 	// ReasonServerDeclined: the server said not to retry
 	// (Stripe-Should-Retry or X-Should-Retry: false).
-	ReasonServerDeclined Reason = decide.ServerDeclined
+	ReasonServerDeclined
 	// ReasonBodyNotReplayable: the request body cannot be sent again (no
 	// GetBody, and buffering was not enabled or the body was too large).
-	ReasonBodyNotReplayable Reason = decide.BodyNotReplayable
+	ReasonBodyNotReplayable
 	// ReasonBudgetExhausted: the retry budget of the request's key refused
 	// another attempt (see WithRetryBudget).
-	ReasonBudgetExhausted Reason = decide.BudgetExhausted
+	ReasonBudgetExhausted
 	// ReasonCanceled: the request's context was cancelled, or its deadline
 	// passed, while headway waited to retry.
-	ReasonCanceled Reason = decide.Canceled
+	ReasonCanceled
 	// ReasonOverloaded: most recent attempts to the request's key failed
 	// (5xx or transport errors), and the overload throttle held this one
 	// back without sending it (see WithOverloadThrottle).
-	ReasonOverloaded Reason = decide.Overloaded
+	ReasonOverloaded
 )
 
 // String describes the reason in a few words.
