@@ -20,7 +20,7 @@ func TestLineOrder(t *testing.T) {
 	kw := &keyWaiters{}
 	enter := func(prio int) ticket {
 		r := pace.Request{}
-		tk, ok := kw.enter("GET", "/", &r, nil, prio, clk.Now())
+		tk, ok := kw.enter("GET", "/", &r, nil, ticket{prio: prio, since: clk.Now()})
 		require.True(t, ok)
 		return tk
 	}
@@ -77,7 +77,7 @@ func TestLineYield(t *testing.T) {
 	kw := &keyWaiters{}
 	enter := func(prio int) ticket {
 		r := pace.Request{}
-		tk, _ := kw.enter("GET", "/", &r, nil, prio, clk.Now())
+		tk, _ := kw.enter("GET", "/", &r, nil, ticket{prio: prio, since: clk.Now()})
 		return tk
 	}
 	v := kw.version()
