@@ -490,6 +490,24 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	case canProbe && soon < at && (at-soon >= gain || p.regret >= gain):
 		at = soon // a probe of a candidate may go then
 	}
+	if at == never && p.probe == 0 && !k.inFlightIn(p.bucket) {
+		// Nothing the evidence allows says when a unit returns (a bucket
+		// whose rate no answer measured, a window whose end none showed),
+		// and no answer on its way can say: only a request can tell.
+		// Without it the key would wait for ever. A refusal bounds the
+		// bucket's rate (it was tested at its optimistic rate) and
+		// refutes nothing else.
+		if canProbe {
+			p.probeFor = pl & (1 << cBucket)
+			p.probeParam = p.probeFor
+			p.probeTokens--
+			p.regret = 0
+			return holdResult{ok: true, probe: true}
+		}
+		// When the trickle has earned the probe.
+		per := max(probeTrickle*p.period.hi, int64(probeTrickle*1e9))
+		at = now + int64((1-p.probeTokens)*float64(per)) + lead
+	}
 	r := holdResult{why: WhyQuota, definite: p.probe == 0 && !k.inFlightIn(p.bucket)}
 	if slowest == cBucket {
 		r.why = WhyRefill
