@@ -3,6 +3,7 @@ package headway
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 )
 
 // Wrapping a headway transport again replaces its layers (unwrapLayers),
@@ -12,7 +13,11 @@ import (
 // of a headway stack whose base is not a plain *http.Transport marks the
 // requests it sends, in their context, with the layers it applies; a
 // headway stack further down lets those layers of its own pass the request
-// through: one retry loop, one pacer, one count per attempt.
+// through (one retry loop, one pacer, one count per attempt), and says it
+// was there. Marking costs a context and a shallow copy of the request, so
+// a stack marks only while it has not learnt whether one hides below: its
+// first request, one in markEvery after, and every one once a stack below
+// has said it is there.
 
 // layerSet is a set of headway layers.
 type layerSet uint8
@@ -30,7 +35,19 @@ type layersKey struct{}
 type marker struct {
 	owner  *config
 	layers layerSet
+	// below is set by a headway stack below that saw the marker. A
+	// marker merged from two stacks' (mark) has the upper one's in above
+	// and its own stack's in self, which learn it too.
+	below atomic.Bool
+	above *marker
+	self  *marker
+	sent  atomic.Uint64 // requests the stack sent, for markEvery
 }
+
+// markEvery is how often a stack that has seen no headway stack below
+// marks a request all the same: a transport of someone else's may route
+// some requests only (a host's) through one.
+const markEvery = 1024
 
 // markerFrom returns the marker of a headway stack above, or nil.
 func markerFrom(ctx context.Context) *marker {
@@ -39,10 +56,21 @@ func markerFrom(ctx context.Context) *marker {
 }
 
 // applied reports whether a headway stack other than c's, above it,
-// already applies layer l to the request.
+// already applies layer l to the request, and tells those stacks that one
+// is below them.
 func applied(ctx context.Context, c *config, l layerSet) bool {
 	m := markerFrom(ctx)
-	return m != nil && m.owner != c && m.layers&l != 0
+	if m == nil || m.owner == c {
+		return false
+	}
+	for a := m; a != nil; a = a.above {
+		for _, x := range [2]*marker{a, a.self} {
+			if x != nil && !x.below.Load() {
+				x.below.Store(true)
+			}
+		}
+	}
+	return m.layers&l != 0
 }
 
 // layersOf returns the layers c applies.
@@ -67,15 +95,16 @@ func newMarker(c *config, base http.RoundTripper) *marker {
 	return &marker{owner: c, layers: layersOf(c)}
 }
 
-// mark returns req with m in its context (merged with a marker from above),
-// or req itself when m is nil.
+// mark returns req with m in its context (merged with a marker from above)
+// when it is to be marked (see markEvery), or req itself.
 func mark(req *http.Request, m *marker) *http.Request {
-	if m == nil {
+	if m == nil || !m.below.Load() && m.sent.Add(1)%markEvery != 1 {
 		return req
 	}
 	ctx := req.Context()
-	if above := markerFrom(ctx); above != nil && above.layers|m.layers != m.layers {
-		m = &marker{owner: m.owner, layers: above.layers | m.layers}
+	if above := markerFrom(ctx); above != nil {
+		m = &marker{owner: m.owner, layers: above.layers | m.layers, above: above, self: m}
+		m.below.Store(true) // nothing to learn of this copy
 	}
 	return req.WithContext(context.WithValue(ctx, layersKey{}, m))
 }
