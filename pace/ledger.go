@@ -5,8 +5,8 @@ package pace
 // have counted each, see arrival), or, in a candidate's own ledger, the
 // spending of others that candidate had to assume. Entries are kept in
 // order of time. It is bounded: an entry closer than the quantum to the one
-// before it is merged into it, and when it is full the two closest
-// neighbours are merged; a merged entry takes the later instant, so that a
+// before it is merged into it, and when it is full the older half's
+// entries are merged in pairs (squeeze); a merged entry takes the later instant, so that a
 // unit is never taken to have been counted earlier (and so to return
 // sooner) than it was.
 type ledger struct {
@@ -58,16 +58,27 @@ func (l *ledger) addUpTo(at, n, quantum int64, most int) {
 	}
 }
 
-// squeeze merges the two closest neighbours into the later one.
+// squeeze makes room in a full ledger: the entries of its older half are
+// merged in pairs, each pair into its later entry. Each squeeze costs the
+// ledger's length and frees a quarter of it, so an add costs O(1)
+// amortized (merging the two closest neighbours, as it once did, scanned
+// the whole ledger at every add once it was full: most of a request's cost
+// on a server that sends no headers). Older spending is kept coarser than
+// newer, and no unit is taken to have been counted earlier than it was.
 func (l *ledger) squeeze() {
-	best, gap := 1, int64(-1)
-	for i := 1; i < len(l.e); i++ {
-		if d := l.e[i].at - l.e[i-1].at; gap < 0 || d < gap {
-			best, gap = i, d
-		}
+	half := len(l.e) / 2
+	j := 0
+	for i := 0; i+1 < half; i += 2 {
+		l.e[j] = entry{at: l.e[i+1].at, n: l.e[i].n + l.e[i+1].n}
+		j++
 	}
-	l.e[best].n += l.e[best-1].n
-	l.e = append(l.e[:best-1], l.e[best:]...)
+	if half%2 == 1 {
+		l.e[j] = l.e[half-1]
+		j++
+	}
+	n := copy(l.e[j:], l.e[half:])
+	clear(l.e[j+n:])
+	l.e = l.e[:j+n]
 }
 
 // sum returns the units counted in (from, to].

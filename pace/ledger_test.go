@@ -1,0 +1,39 @@
+package pace
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLedgerSqueeze: a full ledger stays within its bound, keeps every unit
+// and the order of time, never dates a unit earlier than it was counted,
+// and keeps its newest entries as they were.
+func TestLedgerSqueeze(t *testing.T) {
+	var l ledger
+	const most = 64
+	for i := range int64(10 * most) {
+		l.addUpTo(1000*(i+1), 1, 1, most)
+		require.LessOrEqual(t, len(l.e), most)
+		require.Equal(t, i+1, l.total())
+		for j := 1; j < len(l.e); j++ {
+			require.Less(t, l.e[j-1].at, l.e[j].at, "in order")
+		}
+		// Every unit counted at or before t is counted at or before t
+		// (merges take the later instant), and the newest is exact.
+		require.Equal(t, 1000*(i+1), l.e[len(l.e)-1].at)
+		require.Equal(t, int64(1), l.e[len(l.e)-1].n)
+		require.LessOrEqual(t, l.sum(0, 1000*(i+1)/2), (i+1)/2, "no unit dated earlier than it was")
+	}
+	require.Equal(t, l.sum(1000*(10*most-most/4), 1000*10*most), int64(most/4), "the newest quarter is exact")
+}
+
+// BenchmarkLedgerFull: adding to a full ledger costs O(1) amortized.
+func BenchmarkLedgerFull(b *testing.B) {
+	var l ledger
+	at := int64(0)
+	for b.Loop() {
+		at += 1000
+		l.addUpTo(at, 1, 1, maxSilentLedger)
+	}
+}
