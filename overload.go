@@ -109,19 +109,19 @@ func (k *overloadKey) decay(now int64) {
 	}
 }
 
-// admit reports whether a first attempt to key, asked for at now, may be
+// admit reports whether a first attempt to key, asked for now, may be
 // sent: false holds it back, with the probability the counts give (drawn
 // from rnd), and counts it as a request not accepted. One sent is counted
 // when its outcome is known (record): requests still on their way are
 // neither refused nor accepted yet.
-func (o *overload) admit(key string, ratio float64, now time.Time, rnd *decide.Rand) bool {
+func (o *overload) admit(key string, ratio float64, clk Clock, rnd *decide.Rand) bool {
 	k := o.get(key, false)
 	if k == nil {
 		return true // nothing failed
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.decay(now.UnixNano())
+	k.decay(clk.Now().UnixNano())
 	hold := (k.requests - ratio*k.accepts) / (k.requests + 1)
 	if hold <= 0 || k.requests < overloadMinRequests || rnd.Float64() >= min(hold, overloadMaxHold) {
 		return true
@@ -130,16 +130,16 @@ func (o *overload) admit(key string, ratio float64, now time.Time, rnd *decide.R
 	return false
 }
 
-// record counts an attempt to key whose outcome is known at now: accepted
+// record counts an attempt to key whose outcome is known now: accepted
 // when it was answered with a status below 500.
-func (o *overload) record(key string, now time.Time, accepted bool) {
+func (o *overload) record(key string, clk Clock, accepted bool) {
 	k := o.get(key, !accepted)
 	if k == nil {
 		return // a key counts from its first failure
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.decay(now.UnixNano())
+	k.decay(clk.Now().UnixNano())
 	k.requests++
 	if accepted {
 		k.accepts++

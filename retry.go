@@ -63,7 +63,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 	if caller.retrying() {
 		return refuse(req, caller.refusal())
 	}
-	if c.overload > 0 && !t.ol.admit(key, c.overload, c.clock.Now(), c.rnd) {
+	if c.overload > 0 && !t.ol.admit(key, c.overload, c.clock, c.rnd) {
 		// Held back: not sent, so it earns no retry either.
 		return refuse(req, &RetryError{Reason: ReasonOverloaded, Err: ErrOverloaded})
 	}
@@ -113,7 +113,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 		if c.overload > 0 {
 			// The caller's context ending is not the backend's doing.
 			accepted := a.err == nil && a.resp.StatusCode < 500 || ctx.Err() != nil
-			t.ol.record(key, c.clock.Now(), accepted)
+			t.ol.record(key, c.clock, accepted)
 		}
 		if c.onAttempt != nil {
 			c.attempted(req, key, n, &a)
