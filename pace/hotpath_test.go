@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -56,4 +57,41 @@ func reserveAt(m *MemoryStore, now time.Time, req Request, cfg *Config) (d Decis
 
 func completeAt(m *MemoryStore, now time.Time, l Lease, a Answer, cfg *Config) {
 	m.UpdateInPlaceAt(now, "k", func(s *State) error { s.Complete(now, l, a, cfg); return nil })
+}
+
+// BenchmarkReserveCompleteInFlight: BenchmarkReserveComplete's InPlaceAt
+// with n leases already in flight on the key (requests sent and not yet
+// answered), as under thousands of goroutines: a per-request cost that
+// grows with n is quadratic under the key's lock.
+func BenchmarkReserveCompleteInFlight(b *testing.B) {
+	h := http.Header{
+		"Date":             {"Wed, 26 Nov 2026 12:00:00 GMT"},
+		"Ratelimit-Policy": {`"default";q=1000000;w=60`},
+		"Ratelimit":        {`"default";r=999999;t=30`},
+	}
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	req := Request{Route: "GET /items"}
+	var cfg Config
+	obs := ratelimit.ParseHeaders(h, 200, t0)
+	for _, n := range []int{0, 100, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			m := NewMemoryStore(func() time.Time { return t0 })
+			now := t0
+			// The key's first answer, then n requests left in flight.
+			d := reserveAt(m, now, req, &cfg)
+			completeAt(m, now, d.Lease, Answer{Obs: obs}, &cfg)
+			for range n {
+				if d := reserveAt(m, now, req, &cfg); !d.OK {
+					b.Fatalf("refused with %d in flight: %+v", n, d)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				now = now.Add(time.Microsecond)
+				d := reserveAt(m, now, req, &cfg)
+				completeAt(m, now, d.Lease, Answer{Obs: obs}, &cfg)
+			}
+		})
+	}
 }

@@ -1,12 +1,14 @@
 package pace
 
+import "slices"
+
 // A ledger is a policy's record of units the server counted, and when: the
 // client's own admitted requests (at the instant the server is taken to
 // have counted each, see arrival), or, in a candidate's own ledger, the
 // spending of others that candidate had to assume. Entries are kept in
 // order of time. It is bounded: an entry closer than the quantum to the one
-// before it is merged into it, and when it is full the older half's
-// entries are merged in pairs (squeeze); a merged entry takes the later instant, so that a
+// before it is merged into it, and when it is full the closest neighbours
+// are merged (squeeze); a merged entry takes the later instant, so that a
 // unit is never taken to have been counted earlier (and so to return
 // sooner) than it was.
 type ledger struct {
@@ -58,27 +60,45 @@ func (l *ledger) addUpTo(at, n, quantum int64, most int) {
 	}
 }
 
-// squeeze makes room in a full ledger: the entries of its older half are
-// merged in pairs, each pair into its later entry. Each squeeze costs the
-// ledger's length and frees a quarter of it, so an add costs O(1)
-// amortized (merging the two closest neighbours, as it once did, scanned
-// the whole ledger at every add once it was full: most of a request's cost
-// on a server that sends no headers). Older spending is kept coarser than
-// newer, and no unit is taken to have been counted earlier than it was.
+// squeeze makes room in a full ledger by merging its closest neighbours,
+// each run of entries closer than a threshold into its last one: the
+// threshold is the gap a quarter of the gaps are at most, so a squeeze
+// frees about a quarter of the ledger. It costs a sort of the gaps, once
+// per quarter of the ledger's adds: O(log n) amortized per add, where
+// merging the single closest pair, as it once did, scanned the whole
+// ledger at every add once it was full (most of a request's cost on a
+// server that sends no headers). Merges keep the later instant, so no unit
+// is taken to have been counted earlier than it was; and, closest first,
+// the bursts are merged before the spans between them.
 func (l *ledger) squeeze() {
-	half := len(l.e) / 2
-	j := 0
-	for i := 0; i+1 < half; i += 2 {
-		l.e[j] = entry{at: l.e[i+1].at, n: l.e[i].n + l.e[i+1].n}
-		j++
+	n := len(l.e)
+	if n < 2 {
+		return
 	}
-	if half%2 == 1 {
-		l.e[j] = l.e[half-1]
-		j++
+	var buf [maxSilentLedger]int64
+	gaps := buf[:0]
+	if n-1 > len(buf) {
+		gaps = make([]int64, 0, n-1)
 	}
-	n := copy(l.e[j:], l.e[half:])
-	clear(l.e[j+n:])
-	l.e = l.e[:j+n]
+	for i := 1; i < n; i++ {
+		gaps = append(gaps, l.e[i].at-l.e[i-1].at)
+	}
+	slices.Sort(gaps)
+	want := max(n/4, 1)
+	g := gaps[want-1]
+	merged, j := 0, 0
+	for i := 1; i < n; i++ {
+		if merged < want && l.e[i].at-l.e[j].at <= g {
+			// l.e[j] (a run merged so far) goes into l.e[i], the later.
+			l.e[j] = entry{at: l.e[i].at, n: l.e[j].n + l.e[i].n}
+			merged++
+			continue
+		}
+		j++
+		l.e[j] = l.e[i]
+	}
+	clear(l.e[j+1:])
+	l.e = l.e[:j+1]
 }
 
 // sum returns the units counted in (from, to].
