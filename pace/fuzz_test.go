@@ -207,6 +207,28 @@ func reserveComplete(t *testing.T, data []byte) {
 				// leaves the state as it was.
 				before := st.Clone()
 				require.Empty(t, valueDiff(reflect.ValueOf(st), reflect.ValueOf(before), "State"), "a clone differs")
+				// The sums kept as leases come and go are theirs.
+				if st.k.derived.ok {
+					fresh := st.k.clone()
+					fresh.derived = derived{}
+					fresh.sums()
+					for _, f := range fresh.derived.flight {
+						got := st.k.flightOf(f.bucket)
+						if f.n == 0 {
+							require.Nil(t, got, "bucket %q", f.bucket)
+							continue
+						}
+						require.NotNil(t, got, "bucket %q", f.bucket)
+						require.Equal(t, f.n, got.n, "bucket %q", f.bucket)
+						for _, c := range f.cost {
+							require.Equal(t, c.N, costIn(got.cost, c.Unit), "bucket %q unit %s", f.bucket, c.Unit)
+						}
+					}
+					require.LessOrEqual(t, fresh.derived.skew, st.k.derived.skew, "skew is an upper bound")
+					if len(st.k.leases) > 0 {
+						require.LessOrEqual(t, st.k.derived.minExp, fresh.derived.minExp, "minExp is a lower bound")
+					}
+				}
 				c := st.Clone()
 				if d := c.Reserve(now, Request{}, cfg); d.OK {
 					c.Complete(now.Add(time.Millisecond), d.Lease, Answer{Obs: ratelimit.ParseHeaders(ietf(5, 1, 0, 1), 429, now)}, cfg)

@@ -263,13 +263,19 @@ func (k *keyState) policyIndex(bname string, o *ratelimit.Policy) int {
 }
 
 // inflightBy returns the cost in p's unit of p's leases in flight that can
-// have arrived by t: sent half a round trip before it.
+// have arrived by t: sent half a round trip before it. It takes out of the
+// bucket's total those sent later, walking back from the newest only as
+// far as the grants' order allows (see derived.skew).
 func (k *keyState) inflightBy(p *policy, t int64) int64 {
-	var n int64
-	for i := range k.leases {
+	n := k.inflightAll(p)
+	cut := t - k.lead()
+	for i := len(k.leases) - 1; i >= 0; i-- {
 		l := &k.leases[i]
-		if l.bucket == p.bucket && l.at <= t-k.lead() {
-			n += costIn(l.cost, p.unit)
+		if l.at <= cut-k.derived.skew {
+			break // it and every lease before it were sent by cut
+		}
+		if l.at > cut && l.bucket == p.bucket {
+			n -= costIn(l.cost, p.unit)
 		}
 	}
 	return n

@@ -324,6 +324,7 @@ func (k *keyState) grant(t int64, req Request, h uint64, bname string, first boo
 		}
 	}
 	k.leases = append(k.leases, l)
+	k.counted(&k.leases[len(k.leases)-1], +1)
 	return l
 }
 
@@ -358,17 +359,27 @@ func (k *keyState) firstIn(bname string) *lease {
 
 // expire drops the leases whose time is up.
 func (k *keyState) expire(t int64) {
+	k.sums()
+	if len(k.leases) == 0 || k.derived.minExp != 0 && t < k.derived.minExp {
+		return
+	}
 	n := 0
+	next := int64(0)
 	for _, l := range k.leases {
 		if t < l.expires {
 			k.leases[n] = l
 			n++
+			if next == 0 || l.expires < next {
+				next = l.expires
+			}
 			continue
 		}
+		k.counted(&l, -1)
 		k.endProbes(l.seq)
 	}
 	clear(k.leases[n:])
 	k.leases = k.leases[:n]
+	k.derived.minExp = next
 }
 
 // endProbes forgets that lease seq probes any policy.
@@ -648,12 +659,7 @@ const minProbeGain = 100e6
 
 // inFlightIn reports whether a lease is in flight in bucket.
 func (k *keyState) inFlightIn(bname string) bool {
-	for i := range k.leases {
-		if k.leases[i].bucket == bname {
-			return true
-		}
-	}
-	return false
+	return k.flightOf(bname) != nil
 }
 
 // describe says what the quota is and what holds it back, for the reason of
@@ -684,8 +690,10 @@ func (s *State) touch(t int64, cfg *Config) {
 			exp = max(exp, b+idle)
 		}
 	}
-	for i := range k.leases {
-		exp = max(exp, k.leases[i].expires)
+	if k.sums(); k.derived.maxExp > exp {
+		for i := range k.leases {
+			exp = max(exp, k.leases[i].expires)
+		}
 	}
 	if until := k.silent.keep(); until > t {
 		exp = max(exp, until+idle) // a silent server's windows may outlast the idle time

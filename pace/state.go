@@ -51,6 +51,35 @@ type keyState struct {
 	rtt, rttMin     int64
 	rttCur, rttPrev int64
 	rttSeen         uint64
+
+	// derived is what the leases sum to, kept as they change so that a
+	// request's decision does not walk every lease in flight. It is not
+	// encoded: a decoded or cloned state rebuilds it at its first use.
+	derived derived
+}
+
+// derived holds the sums of a keyState's leases (see keyState.derived).
+type derived struct {
+	ok bool // the sums below are those of the leases
+	// flight totals the leases in flight per bucket.
+	flight []bucketFlight
+	// minExp is at most the earliest expiry of a lease in flight (0:
+	// unknown): expire has nothing to do before it; maxExp at least the
+	// latest.
+	minExp, maxExp int64
+	// maxAt is the latest grant of the leases counted, and skew the most
+	// a lease was granted before one granted ahead of it (the callers'
+	// instants need not be in order): every lease before one granted at
+	// a was granted by a + skew.
+	maxAt, skew int64
+}
+
+// bucketFlight is what the leases in flight in one bucket sum to: how many
+// they are, and their costs in units other than requests.
+type bucketFlight struct {
+	bucket string
+	n      int64
+	cost   []Amount
 }
 
 // A lease is one granted reservation: a request in flight.
@@ -151,6 +180,10 @@ func (s State) Clone() State {
 
 func (k *keyState) clone() keyState {
 	c := *k
+	c.derived.flight = slices.Clone(k.derived.flight)
+	for i := range c.derived.flight {
+		c.derived.flight[i].cost = slices.Clone(c.derived.flight[i].cost)
+	}
 	c.leases = slices.Clone(k.leases)
 	for i := range c.leases {
 		c.leases[i].cost = slices.Clone(c.leases[i].cost)
@@ -277,13 +310,7 @@ func (k *keyState) defaultBucket() string {
 // inflight returns the cost in p's unit of the leases in flight in p's
 // bucket, less what answers showed the server counted of them already.
 func (k *keyState) inflight(p *policy) int64 {
-	var n int64
-	for i := range k.leases {
-		l := &k.leases[i]
-		if l.bucket == p.bucket {
-			n += costIn(l.cost, p.unit)
-		}
-	}
+	n := k.inflightAll(p)
 	if p.early > n {
 		p.early = n // the rest expired or were cancelled
 	}
@@ -293,13 +320,79 @@ func (k *keyState) inflight(p *policy) int64 {
 // inflightAll returns the cost in p's unit of all of p's leases in
 // flight.
 func (k *keyState) inflightAll(p *policy) int64 {
-	var n int64
-	for i := range k.leases {
-		if k.leases[i].bucket == p.bucket {
-			n += costIn(k.leases[i].cost, p.unit)
+	f := k.flightOf(p.bucket)
+	if f == nil {
+		return 0
+	}
+	if p.unit == ratelimit.UnitRequests || p.unit == "" {
+		return f.n
+	}
+	return costIn(f.cost, p.unit)
+}
+
+// flightOf returns the sums of the leases in flight in bucket, nil when
+// there are none.
+func (k *keyState) flightOf(bucket string) *bucketFlight {
+	k.sums()
+	for i := range k.derived.flight {
+		if f := &k.derived.flight[i]; f.bucket == bucket {
+			if f.n == 0 {
+				return nil
+			}
+			return f
 		}
 	}
-	return n
+	return nil
+}
+
+// sums rebuilds k.derived from the leases if it is not theirs.
+func (k *keyState) sums() {
+	if k.derived.ok {
+		return
+	}
+	k.derived = derived{ok: true}
+	for i := range k.leases {
+		k.counted(&k.leases[i], +1)
+	}
+}
+
+// counted adds lease l to the sums (sign +1) or takes it out (-1).
+func (k *keyState) counted(l *lease, sign int64) {
+	d := &k.derived
+	if !d.ok {
+		return // rebuilt from the leases at its next use
+	}
+	if sign > 0 {
+		if d.minExp == 0 || l.expires < d.minExp {
+			d.minExp = l.expires
+		}
+		d.maxExp = max(d.maxExp, l.expires)
+		d.skew = max(d.skew, d.maxAt-l.at)
+		d.maxAt = max(d.maxAt, l.at)
+	}
+	var f *bucketFlight
+	for i := range d.flight {
+		if d.flight[i].bucket == l.bucket {
+			f = &d.flight[i]
+			break
+		}
+	}
+	if f == nil {
+		d.flight = append(d.flight, bucketFlight{bucket: l.bucket})
+		f = &d.flight[len(d.flight)-1]
+	}
+	f.n += sign
+	for _, c := range l.cost {
+		if c.N <= 0 || unitOf(c.Unit) == ratelimit.UnitRequests {
+			continue
+		}
+		j := slices.IndexFunc(f.cost, func(a Amount) bool { return a.Unit == unitOf(c.Unit) })
+		if j < 0 {
+			f.cost = append(f.cost, Amount{Unit: unitOf(c.Unit)})
+			j = len(f.cost) - 1
+		}
+		f.cost[j].N += sign * c.N
+	}
 }
 
 // leaseIndex returns the index of the lease numbered seq, or -1.
@@ -327,7 +420,19 @@ func (k *keyState) removeLease(seq uint64) (lease, bool) {
 		return lease{}, false
 	}
 	l := k.leases[i]
-	k.leases = slices.Delete(k.leases, i, i+1)
+	k.counted(&l, -1)
+	// Answers come back roughly in the order the requests went: move the
+	// shorter side, so that taking out the oldest (or the newest) costs
+	// O(1) however many are in flight.
+	if n := len(k.leases); i < n/2 {
+		copy(k.leases[1:i+1], k.leases[:i])
+		k.leases[0] = lease{}
+		k.leases = k.leases[1:]
+	} else {
+		copy(k.leases[i:], k.leases[i+1:])
+		k.leases[n-1] = lease{}
+		k.leases = k.leases[:n-1]
+	}
 	return l, true
 }
 
