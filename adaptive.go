@@ -130,7 +130,12 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			break
 		}
 	}
-	defer func() { kw.leave(t, clk, p.c.aging) }()
+	defer func() {
+		if left := kw.leave(t, clk, p.c.aging); len(left) > 0 {
+			p.givePoolBack(key, left)
+		}
+	}()
+	shared := p.shared()
 	inLine := func() error {
 		select {
 		case <-t.wait():
@@ -188,7 +193,21 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			}
 			continue
 		}
-		d, err := p.reserve(ctx, key, now, preq)
+		var d pace.Decision
+		var err error
+		if shared {
+			if l, ok := kw.takePooled(t, &preq); ok {
+				// Reserved ahead for it by a request before it.
+				return lease{key: key, kw: kw, lease: l, route: preq.Route, ok: true}, now.Sub(start), nil
+			}
+			var extra []pace.Lease
+			n := kw.ahead(t, &preq, caps, len(p.c.limiters) > 0)
+			if d, extra, err = p.reserveAhead(ctx, key, now, preq, n); err == nil && len(extra) > 0 {
+				kw.pool(t, preq.Route, extra)
+			}
+		} else {
+			d, err = p.reserve(ctx, key, now, preq)
+		}
 		if err != nil {
 			kw.release(caps, false)
 			if ctx.Err() != nil {

@@ -48,6 +48,9 @@ type waitLine struct {
 	swept   time.Time     // when the line was last checked against pace
 	// sweptDefinite says that check projected from a definite wait.
 	sweptDefinite bool
+	// pool holds leases reserved ahead for the requests in the line
+	// (shared.go).
+	pool []pooled
 }
 
 // level is the waiters of one priority, in the order they came. Those
@@ -308,7 +311,9 @@ func (kw *keyWaiters) project(q string, d pace.Decision, now time.Time) {
 }
 
 // leave takes t out of its line, passing the turn on if it had it.
-func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) {
+// It returns the leases reserved ahead that the line, now empty, leaves:
+// the caller gives them back.
+func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) (left []pace.Lease) {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
 	kw.waiting--
@@ -320,9 +325,16 @@ func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) {
 			wl.levelOf(t.w.prio).live--
 			wl.n--
 		}
-		return
+		return nil
+	}
+	if wl.n == 0 && len(wl.pool) > 0 {
+		for _, pl := range wl.pool {
+			left = append(left, pl.lease)
+		}
+		wl.pool = nil
 	}
 	kw.pass(t.q, wl, clk, aging)
+	return left
 }
 
 // pass gives line q's turn to the next in it, or frees it; kw.mu is held.

@@ -129,3 +129,25 @@ func TestRing(t *testing.T) {
 	}
 	require.Zero(t, r.len())
 }
+
+// TestPoolGivenBack: leases reserved ahead go to requests of their route
+// only, and those left when the line empties are handed back, to be
+// cancelled.
+func TestPoolGivenBack(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	kw := &keyWaiters{}
+	r := pace.Request{}
+	holder, _ := kw.enter("GET", "/a", &r, nil, ticket{since: clk.Now()})
+	kw.pool(holder, "GET /a", make([]pace.Lease, 2))
+	other := pace.Request{Route: "GET /b"}
+	_, ok := kw.takePooled(holder, &other)
+	require.False(t, ok, "not for another route")
+	costly := pace.Request{Route: "GET /a", Cost: []pace.Amount{{Unit: "tokens", N: 5}}}
+	_, ok = kw.takePooled(holder, &costly)
+	require.False(t, ok, "not for a request with a cost")
+	same := pace.Request{Route: "GET /a"}
+	_, ok = kw.takePooled(holder, &same)
+	require.True(t, ok)
+	require.Len(t, kw.leave(holder, clk, time.Minute), 1, "the one left is handed back")
+	require.Empty(t, kw.main.pool)
+}

@@ -307,6 +307,10 @@ func (k *keyState) defaultBucket() string {
 	return ""
 }
 
+// InFlight returns how many leases the state counts as in flight: granted,
+// and neither completed, cancelled nor expired (as of the last decision).
+func (s *State) InFlight() int { return len(s.k.leases) }
+
 // inflight returns the cost in p's unit of the leases in flight in p's
 // bucket, less what answers showed the server counted of them already.
 func (k *keyState) inflight(p *policy) int64 {
