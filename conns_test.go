@@ -51,7 +51,7 @@ func TestDefaultBaseKeepsBurstsConnections(t *testing.T) {
 	t.Logf("with http.DefaultTransport's 2 idle per host: %d connections", old)
 	n := run(New())
 	t.Logf("with the default base: %d", n)
-	require.LessOrEqual(t, n, int64(24), "connections opened by headway's default base for 320 requests from 16 workers")
+	require.LessOrEqual(t, n, int64(32), "connections opened by headway's default base for 320 requests from 16 workers (16 busy at most; dials that race a returning connection add a few, more on a loaded machine)")
 
 	base := unwrapLayers(NewTransport(nil)).(*http.Transport)
 	require.Equal(t, DefaultIdleConnsPerHost, base.MaxIdleConnsPerHost)
