@@ -298,7 +298,13 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 	}
 	l := k.grant(t, req, h, bname, first, cfg)
 	for _, i := range probes[:np] {
-		k.policies[i].probe = l.seq
+		// The probe is spent when it goes, not when a policy would let it:
+		// a request held back for another reason (a pause, another
+		// policy) drained the budget of a policy it never tested.
+		p := &k.policies[i]
+		p.probe = l.seq
+		p.probeTokens--
+		p.regret = 0
 	}
 	if silentProbe && k.silent.probe == 0 {
 		k.silent.probe = l.seq
@@ -484,14 +490,10 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		}
 		if whole != 0 {
 			p.probeFor, p.probeParam = whole, 0
-			p.probeTokens--
-			p.regret = 0
 			return holdResult{ok: true, probe: true}
 		}
 		if param != 0 && soon-arrive >= gain {
 			p.probeFor, p.probeParam = param, param
-			p.probeTokens--
-			p.regret = 0
 			return holdResult{ok: true, probe: true}
 		}
 	}
@@ -511,8 +513,6 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		if canProbe {
 			p.probeFor = pl & (1 << cBucket)
 			p.probeParam = p.probeFor
-			p.probeTokens--
-			p.regret = 0
 			return holdResult{ok: true, probe: true}
 		}
 		// When the trickle has earned the probe.

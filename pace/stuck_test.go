@@ -44,3 +44,25 @@ func TestStuckBucketProbes(t *testing.T) {
 	require.True(t, d.OK)
 	require.Less(t, at.Sub(now), 20*time.Second, "the next request goes within seconds")
 }
+
+// TestPausedReservesKeepProbeBudget: requests held back by a pause do not
+// spend the probe budget of a policy they never tested. A fleet's three
+// processes polled a paused key for a second and left it no probe, so the
+// key waited 7 s for the budget's trickle once the pause ended.
+func TestPausedReservesKeepProbeBudget(t *testing.T) {
+	var st State
+	now := t0
+	req := Request{Route: "GET /items"}
+	d := st.Reserve(now, req, nil)
+	require.True(t, d.OK)
+	at := now.Add(5 * time.Millisecond)
+	h := withHdr(ietf(50, 1, 0, 1), "Retry-After", "1")
+	st.Complete(at, d.Lease, Answer{Obs: ratelimit.ParseHeaders(h, 429, at)}, nil)
+	require.NotEmpty(t, st.k.policies)
+	before := st.k.policies[0].probeTokens
+	for i := range 90 {
+		d := st.Reserve(at.Add(time.Duration(i)*10*time.Millisecond), req, nil)
+		require.False(t, d.OK, "paused")
+	}
+	require.Equal(t, before, st.k.policies[0].probeTokens, "no probe went")
+}
