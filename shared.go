@@ -37,14 +37,26 @@ func (p *pacer) shared() bool {
 }
 
 // ahead returns how many leases to reserve for the requests behind t in its
-// line, like r (0 when r cannot share).
+// line that are like r: of its route, among the first waiting of each
+// priority (0 when r cannot share).
 func (kw *keyWaiters) ahead(t ticket, r *pace.Request, caps []int, limiters bool) int {
 	if len(r.Cost) > 0 || len(caps) > 0 || limiters {
 		return 0
 	}
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	return min(kw.lineOf(t.q).n, aheadMax-1)
+	// The first few waiting of each priority, of r's route.
+	n := 0
+	for _, lv := range kw.lineOf(t.q).levels {
+		for i := range min(lv.q.len(), 2*aheadMax) {
+			if w := lv.q.at(i); !w.gone && w.route == r.Route {
+				if n++; n == aheadMax-1 {
+					return n
+				}
+			}
+		}
+	}
+	return n
 }
 
 // pool keeps leases reserved ahead for route in t's line.

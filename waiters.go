@@ -68,6 +68,7 @@ type waiter struct {
 	prio     int
 	since    time.Time // when it joined the line, for aging
 	deadline time.Time // the earliest of its context's deadline and its max wait (zero: none)
+	route    string    // its request's route, for leases reserved ahead (shared.go)
 	gone     bool      // left before its turn, or refused
 	granted  bool      // its turn came
 	// refused says that it cannot be sent before its deadline: it may go
@@ -84,6 +85,7 @@ type ticket struct {
 	prio     int
 	since    time.Time
 	deadline time.Time // see waiter.deadline
+	route    string
 	w        *waiter
 }
 
@@ -208,7 +210,7 @@ func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, t 
 	}
 	r.Route = route
 	kw.waiting++
-	t.q = kw.lineName(r, caps)
+	t.q, t.route = kw.lineName(r, caps), route
 	return kw.enqueue(t, false), true
 }
 
@@ -239,7 +241,7 @@ func (kw *keyWaiters) enqueue(t ticket, front bool) ticket {
 		t.w = nil
 		return t
 	}
-	t.w = &waiter{ch: make(chan struct{}), prio: t.prio, since: t.since, deadline: t.deadline}
+	t.w = &waiter{ch: make(chan struct{}), prio: t.prio, since: t.since, deadline: t.deadline, route: t.route}
 	lv := wl.add(t.w, front)
 	if !front {
 		// At the back of its priority: lv.live-1 of its priority go

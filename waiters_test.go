@@ -151,3 +151,27 @@ func TestPoolGivenBack(t *testing.T) {
 	require.Len(t, kw.leave(holder, clk, time.Minute), 1, "the one left is handed back")
 	require.Empty(t, kw.main.pool)
 }
+
+// TestAheadCountsItsRoute: the leases reserved ahead are for the requests
+// of the holder's route that wait, at most aheadMax-1.
+func TestAheadCountsItsRoute(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	kw := &keyWaiters{}
+	enter := func(path string) ticket {
+		r := pace.Request{}
+		tk, _ := kw.enter("GET", path, &r, nil, ticket{since: clk.Now()})
+		return tk
+	}
+	holder := enter("/a")
+	enter("/a")
+	enter("/b")
+	enter("/a")
+	r := pace.Request{Route: "GET /a"}
+	require.Equal(t, 2, kw.ahead(holder, &r, nil, false))
+	for range 20 {
+		enter("/a")
+	}
+	require.Equal(t, aheadMax-1, kw.ahead(holder, &r, nil, false))
+	require.Zero(t, kw.ahead(holder, &r, []int{0}, false), "not under a cap")
+	require.Zero(t, kw.ahead(holder, &r, nil, true), "not under a limiter")
+}
