@@ -28,6 +28,7 @@ type pacer struct {
 
 	waiters sync.Map     // key -> *keyWaiters
 	added   atomic.Int64 // keys added, for sweeping waiters
+	sweeper background
 	parser  ratelimit.Parser
 }
 

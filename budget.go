@@ -60,6 +60,7 @@ type tokenBudget struct {
 	ratio, reserve, max int64    // in thousandths of a retry
 	keys                sync.Map // string -> *budgetBucket
 	added               atomic.Int64
+	sweeper             background
 }
 
 // budgetBucket is one key's tokens, changed by compare-and-swap: a request
@@ -77,7 +78,7 @@ func (b *tokenBudget) bucket(key string) *budgetBucket {
 		fresh.tokens.Store(b.reserve)
 		v, loaded = b.keys.LoadOrStore(key, fresh)
 		if !loaded && b.added.Add(1)%sweepEvery == 0 {
-			b.sweep()
+			b.sweeper.run(b.sweep)
 		}
 	}
 	k := v.(*budgetBucket)

@@ -57,8 +57,9 @@ const (
 
 // overload is the overload throttle's state, per key.
 type overload struct {
-	keys  sync.Map // key -> *overloadKey
-	added atomic.Int64
+	keys    sync.Map // key -> *overloadKey
+	added   atomic.Int64
+	sweeper background
 }
 
 // overloadKey holds a key's decayed counts of requests and accepts.
@@ -85,11 +86,13 @@ func (o *overload) get(key string, create bool) *overloadKey {
 	}
 	v, loaded := o.keys.LoadOrStore(key, &overloadKey{})
 	if !loaded && o.added.Add(1)%sweepEvery == 0 {
-		o.keys.Range(func(k, v any) bool {
-			if !v.(*overloadKey).used.Swap(false) {
-				o.keys.Delete(k)
-			}
-			return true
+		o.sweeper.run(func() {
+			o.keys.Range(func(k, v any) bool {
+				if !v.(*overloadKey).used.Swap(false) {
+					o.keys.Delete(k)
+				}
+				return true
+			})
 		})
 	}
 	k := v.(*overloadKey)

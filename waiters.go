@@ -122,18 +122,20 @@ func (p *pacer) sweepWaiters() {
 	if p.added.Add(1)%sweepEvery != 0 {
 		return
 	}
-	p.waiters.Range(func(k, v any) bool {
-		kw := v.(*keyWaiters)
-		if kw.used.Swap(false) {
+	p.sweeper.run(func() {
+		p.waiters.Range(func(k, v any) bool {
+			kw := v.(*keyWaiters)
+			if kw.used.Swap(false) {
+				return true
+			}
+			kw.mu.Lock()
+			if kw.waiting == 0 && kw.flying == 0 {
+				kw.dead.Store(true)
+				p.waiters.Delete(k)
+			}
+			kw.mu.Unlock()
 			return true
-		}
-		kw.mu.Lock()
-		if kw.waiting == 0 && kw.flying == 0 {
-			kw.dead.Store(true)
-			p.waiters.Delete(k)
-		}
-		kw.mu.Unlock()
-		return true
+		})
 	})
 }
 

@@ -122,17 +122,68 @@ type MemoryStore struct {
 	// Sweep, touch it.
 	floor atomic.Uint64
 
-	mu        sync.Mutex
-	added     int // keys added since the last sweep
-	sweepAt   int // sweep when added reaches this
-	sweeping  bool
-	lastSweep time.Time
+	mu       sync.Mutex
+	added    int // keys added since the last sweep
+	sweepAt  int // sweep when added reaches this
+	sweeping bool
+
+	lastSweepNano atomic.Int64 // when the last sweep began, Unix nanoseconds (0: none yet)
 }
 
 type memEntry struct {
-	mu    sync.Mutex
-	state State
-	dead  bool // swept: a writer that still holds it must start again
+	mu sync.Mutex
+	// state is the key's state; nil while it is frozen (see Sweep): its
+	// content is then encoded in frozen, and its Version and Expires are
+	// ver and exp.
+	state  *State
+	frozen []byte
+	ver    uint64
+	exp    time.Time
+	used   bool // read or written since the last sweep
+	dead   bool // swept: a writer that still holds it must start again
+}
+
+// version and expires are the state's, frozen or not; e.mu is held.
+func (e *memEntry) version() uint64 {
+	if e.state == nil {
+		return e.ver
+	}
+	return e.state.Version
+}
+
+func (e *memEntry) expires() time.Time {
+	if e.state == nil {
+		return e.exp
+	}
+	return e.state.Expires
+}
+
+// thaw makes e.state whole again if it was frozen, and marks e used; e.mu
+// is held.
+func (e *memEntry) thaw() {
+	e.used = true
+	if e.state != nil {
+		return
+	}
+	s := new(State)
+	if s.UnmarshalBinary(e.frozen) != nil {
+		*s = State{} // cannot happen with what freeze wrote; a fresh state is safe
+	}
+	s.Version, s.Expires = e.ver, e.exp
+	e.state, e.frozen = s, nil
+}
+
+// freeze keeps e's state encoded: an idle key costs its encoding (a few
+// hundred bytes) rather than a State (two kilobytes and more); e.mu is held.
+func (e *memEntry) freeze() {
+	if e.state == nil {
+		return
+	}
+	b, err := e.state.MarshalBinary()
+	if err != nil {
+		return
+	}
+	e.frozen, e.ver, e.exp, e.state = b, e.state.Version, e.state.Expires, nil
 }
 
 // NewMemoryStore returns an empty in-process store. now is the clock that
@@ -155,9 +206,10 @@ func (m *MemoryStore) Load(_ context.Context, key string) (State, error) {
 	e := v.(*memEntry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.state.Version != 0 && !e.state.Expires.IsZero() && !m.now().Before(e.state.Expires) {
-		return State{Version: e.state.Version}, nil // forgotten, but versions never go back
+	if v, exp := e.version(), e.expires(); v != 0 && !exp.IsZero() && !m.now().Before(exp) {
+		return State{Version: v}, nil // forgotten, but versions never go back
 	}
+	e.thaw()
 	return e.state.Clone(), nil
 }
 
@@ -177,11 +229,12 @@ func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint
 		}
 		e, created = m.create(key)
 	}
-	ok := !e.dead && (e.state.Version == version || created && version == 0)
+	ok := !e.dead && (e.version() == version || created && version == 0)
 	if ok {
-		v := e.state.Version
-		e.state = next.Clone()
-		e.state.Version = v + 1
+		v := e.version()
+		ns := next.Clone()
+		ns.Version = v + 1
+		e.state, e.frozen, e.used = &ns, nil, true
 	} else if created {
 		m.forget(key, e) // nothing written: the key stays without an entry
 	}
@@ -195,7 +248,7 @@ func (m *MemoryStore) CompareAndSwap(_ context.Context, key string, version uint
 // create returns key's entry, locked: a new one, at the store's floor
 // version, if the store had none (created), else the one it has.
 func (m *MemoryStore) create(key string) (e *memEntry, created bool) {
-	e = &memEntry{}
+	e = &memEntry{state: new(State)}
 	e.mu.Lock()
 	if v, loaded := m.keys.LoadOrStore(key, e); loaded {
 		e = v.(*memEntry)
@@ -243,16 +296,17 @@ func (m *MemoryStore) update(key string, now time.Time, haveNow bool, f func(*St
 			e.mu.Unlock()
 			continue // swept meanwhile: the key has a new entry
 		}
+		e.thaw()
 		if e.state.Version != 0 && !e.state.Expires.IsZero() {
 			if !haveNow {
 				now = m.now()
 			}
 			if !now.Before(e.state.Expires) {
-				e.state = State{Version: e.state.Version}
+				*e.state = State{Version: e.state.Version}
 			}
 		}
 		version := e.state.Version
-		err := f(&e.state)
+		err := f(e.state)
 		if err == nil {
 			e.state.Version = version + 1
 		} else {
@@ -264,6 +318,8 @@ func (m *MemoryStore) update(key string, now time.Time, haveNow bool, f func(*St
 		e.mu.Unlock()
 		if created && err == nil {
 			m.added1()
+		} else if haveNow {
+			m.maybeSweep(now, false)
 		}
 		return err
 	}
@@ -285,22 +341,41 @@ const sweepInterval = time.Minute
 // sweep's cost is spread over the keys that caused it), or once a minute
 // has passed since the last sweep.
 func (m *MemoryStore) added1() {
-	now := m.now()
 	m.mu.Lock()
 	m.added++
-	if m.lastSweep.IsZero() {
-		m.lastSweep = now
+	enough := m.added >= m.sweepAt
+	m.mu.Unlock()
+	m.maybeSweep(m.now(), enough)
+}
+
+// maybeSweep starts a sweep, in its own goroutine so that no request waits
+// for it, when one is due: enough keys were added since the last (added1
+// says), or a minute has passed (so that idle keys are frozen and
+// expired ones forgotten whether or not new keys come). It costs one
+// atomic load when none is due.
+func (m *MemoryStore) maybeSweep(now time.Time, enough bool) {
+	last := m.lastSweepNano.Load()
+	if last == 0 {
+		m.lastSweepNano.CompareAndSwap(0, now.UnixNano())
+		last = m.lastSweepNano.Load()
 	}
-	if m.sweeping || m.added < m.sweepAt && now.Sub(m.lastSweep) < sweepInterval {
+	if now.UnixNano()-last < int64(sweepInterval) && !enough {
+		return
+	}
+	m.mu.Lock()
+	if m.sweeping {
 		m.mu.Unlock()
 		return
 	}
 	m.sweeping = true
 	m.mu.Unlock()
-	kept := m.Sweep()
-	m.mu.Lock()
-	m.added, m.sweepAt, m.sweeping, m.lastSweep = 0, max(1024, kept), false, now
-	m.mu.Unlock()
+	m.lastSweepNano.Store(now.UnixNano())
+	go func() {
+		kept := m.Sweep()
+		m.mu.Lock()
+		m.added, m.sweepAt, m.sweeping = 0, max(1024, kept), false
+		m.mu.Unlock()
+	}()
 }
 
 // raiseFloor raises the store's floor to v if it is lower.
@@ -310,7 +385,8 @@ func (m *MemoryStore) raiseFloor(v uint64) {
 }
 
 // Sweep forgets the keys whose state has expired and returns how many are
-// kept. The versions of the keys it forgets are not lost: see MemoryStore.
+// kept. The state of a key that nobody read or wrote since the previous
+// sweep is kept encoded until it is used again. The versions of the keys it forgets are not lost: see MemoryStore.
 func (m *MemoryStore) Sweep() int {
 	now := m.now()
 	kept := 0
@@ -321,11 +397,17 @@ func (m *MemoryStore) Sweep() int {
 			e.mu.Unlock()
 			return true
 		}
-		dead := !e.state.Expires.IsZero() && !now.Before(e.state.Expires)
-		if dead {
-			m.raiseFloor(e.state.Version)
+		exp := e.expires()
+		dead := !exp.IsZero() && !now.Before(exp)
+		switch {
+		case dead:
+			m.raiseFloor(e.version())
 			m.forget(k, e)
-		} else {
+		case !e.used:
+			e.freeze() // idle since the last sweep
+			kept++
+		default:
+			e.used = false
 			kept++
 		}
 		e.mu.Unlock()
