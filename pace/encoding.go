@@ -350,13 +350,17 @@ func (e *encoder) silent(a *silent) {
 	e.ledger(&a.own)
 	e.ledger(&a.ref)
 	e.u(a.alive)
-	for i := range a.lo {
-		e.i(a.lo[i])
-		e.i(a.hi[i])
+	c := a.silentCand
+	if c == nil {
+		c = &silentCand{} // the same bytes as before the first refusal
 	}
-	for i := range a.tat {
-		e.i(a.tat[i])
-		e.i(a.tatAll[i])
+	for i := range c.lo {
+		e.i(c.lo[i])
+		e.i(c.hi[i])
+	}
+	for i := range c.tat {
+		e.i(c.tat[i])
+		e.i(c.tatAll[i])
 	}
 	e.u(a.probe)
 	e.i(a.probeLeft)
@@ -753,13 +757,17 @@ func (d *decoder) silent(a *silent) {
 	d.ledger(&a.own)
 	d.ledger(&a.ref)
 	a.alive = d.u()
-	for i := range a.lo {
-		a.lo[i] = d.i()
-		a.hi[i] = d.i()
+	var c silentCand
+	for i := range c.lo {
+		c.lo[i] = d.i()
+		c.hi[i] = d.i()
 	}
-	for i := range a.tat {
-		a.tat[i] = d.i()
-		a.tatAll[i] = d.i()
+	for i := range c.tat {
+		c.tat[i] = d.i()
+		c.tatAll[i] = d.i()
+	}
+	if c != (silentCand{}) {
+		a.silentCand = &c
 	}
 	a.probe = d.u()
 	a.probeLeft = d.i()

@@ -137,6 +137,10 @@ func (f *filler) fill(t *testing.T, v reflect.Value, path string) {
 		}
 	case reflect.String:
 		v.SetString("s" + strconv.FormatInt(n, 10))
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		f.fill(t, v.Elem(), path)
+		return
 	case reflect.Bool:
 		v.SetBool(!f.alternate || n%2 == 0)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -192,6 +196,14 @@ func diffValues(w, g reflect.Value, path string) string {
 				return d
 			}
 		}
+	case reflect.Pointer:
+		if w.IsNil() || g.IsNil() {
+			if w.IsNil() != g.IsNil() {
+				return fmt.Sprintf("%s: nil and not", path)
+			}
+			return ""
+		}
+		return diffValues(w.Elem(), g.Elem(), path)
 	case reflect.String:
 		if w.String() != g.String() {
 			return fmt.Sprintf("%s is %q, want %q", path, g.String(), w.String())

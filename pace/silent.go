@@ -46,16 +46,12 @@ type silent struct {
 	// Own and Ref are the client's admitted and refused requests, at the
 	// instants the server is taken to have counted them.
 	own, ref ledger
-	// Alive has bit i set while candidate i survives; Lo and Hi bound its
-	// limit: admitted evidence that it is at least Lo, refused evidence
-	// that it is at most Hi (unknownHi until a refusal).
-	alive  uint64
-	lo, hi [nSilent]int64
-	// Tat is each bucket candidate's theoretical arrival time (GCRA):
-	// when its bucket would be empty again, given the admissions weighed;
-	// TatAll counts the refused arrivals too, as a server that charges
-	// them does.
-	tat, tatAll [len(silentRates)]int64
+	// Alive has bit i set while candidate i survives.
+	alive uint64
+	// The candidates' bounds and buckets (see silentCand): nil until the
+	// first refusal, so that a key that was never refused does not carry
+	// them (they are most of the model's size).
+	*silentCand
 	// Probe is the first lease of the burst of probes testing the
 	// candidates, 0 when none: the leases from it on are its probes (no
 	// other request goes meanwhile). ProbeLeft more may still go, and
@@ -88,6 +84,18 @@ type silent struct {
 	// Pend are the answers whose evidence waits, in the order they
 	// arrived (see settle).
 	pend []pendingAnswer
+}
+
+// silentCand holds what the silent model knows of each candidate once a
+// refusal has turned it on. Lo and Hi bound a candidate's limit: admitted
+// evidence that it is at least Lo, refused evidence that it is at most Hi
+// (unknownHi until a refusal). Tat is each bucket candidate's theoretical
+// arrival time (GCRA): when its bucket would be empty again, given the
+// admissions weighed; TatAll counts the refused arrivals too, as a server
+// that charges them does.
+type silentCand struct {
+	lo, hi      [nSilent]int64
+	tat, tatAll [len(silentRates)]int64
 }
 
 // silentWindows are the windows the window candidates may have: the ones
@@ -338,6 +346,9 @@ func (a *silent) room(k *keyState, i int, arrive, inflight, limit int64) int64 {
 
 // reset makes every candidate a candidate again, with no upper bound.
 func (a *silent) reset() {
+	if a.silentCand == nil {
+		a.silentCand = new(silentCand)
+	}
 	a.alive = allSilent
 	for i := range a.hi {
 		a.hi[i] = unknownHi

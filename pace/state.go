@@ -202,6 +202,10 @@ func (k *keyState) clone() keyState {
 	}
 	c.routes = slices.Clone(k.routes)
 	c.silent.own, c.silent.ref = k.silent.own.clone(), k.silent.ref.clone()
+	if k.silent.silentCand != nil {
+		sc := *k.silent.silentCand
+		c.silent.silentCand = &sc
+	}
 	c.silent.pend = slices.Clone(k.silent.pend)
 	return c
 }
