@@ -148,7 +148,7 @@ func (p *policy) returnsBetween(a *answer, r, since int64) float64 {
 		switch candidate(c) {
 		case cWindow, cAnchored:
 			b := p.win[c]
-			if (!b.known() || b.lo <= t1) && float64(r) >= p.freshFloor(a, since, 1+p.ambiguous(a)) {
+			if (!b.known() || b.lo <= t1) && float64(r) >= p.freshFloor(a, since) {
 				return math.Inf(1)
 			}
 		case cLog:
@@ -321,7 +321,7 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 		// The window ended since the answer before: a fresh one holds the
 		// quota less some of the units counted since then, and little
 		// that others spent.
-		if float64(r) < p.freshFloor(a, since, tol) {
+		if float64(r) < p.freshFloor(a, since) {
 			return diff
 		}
 		// It ended after the answer before and by this one, within its
@@ -424,17 +424,23 @@ func (p *policy) raiseRate(r float64) {
 // freshFloor is the least a window that ended since the answer before
 // can show left at a.at: the quota, less the client's units counted
 // since then (those answered, and those in flight that may have arrived),
-// less a little that others spent.
-func (p *policy) freshFloor(a *answer, since, tol int64) float64 {
+// less one, and a little that others spent. The units counted so close to
+// a.at that their order with it is uncertain do not lower it further: those
+// answered are either among since or were taken as counted before the
+// newest answer, in the window that ended. (Taking them off as well let a
+// burst that the server counted in the reverse of the order it was sent,
+// and answered in order, pass its older answers for a fresh window's: on
+// loopback, 16 of 24 requests refused at the first window.)
+func (p *policy) freshFloor(a *answer, since int64) float64 {
 	mine := since + max(a.k.inflightBy(p, a.at)-p.early, 0)
-	return float64(p.limit-mine-tol) - p.scoreSlack()
+	return float64(p.limit-mine-1) - p.scoreSlack()
 }
 
 // settleWindows takes in an answer counted after a window candidate's
 // bounds say its window ended: a fresh window's count moves the bounds to
 // the next window's end; an old window's count says it had not ended.
 func (p *policy) settleWindows(a *answer, r, since int64) {
-	fresh := float64(r) >= p.freshFloor(a, since, 1+p.ambiguous(a))
+	fresh := float64(r) >= p.freshFloor(a, since)
 	for c := cWindow; c <= cAnchored; c++ {
 		b := &p.win[c]
 		if !b.known() || b.hi > a.at {
