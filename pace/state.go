@@ -163,12 +163,13 @@ func costIn(cost []Amount, u ratelimit.Unit) int64 {
 	if u == ratelimit.UnitRequests || u == "" {
 		return 1
 	}
+	var n int64
 	for _, a := range cost {
 		if unitOf(a.Unit) == u {
-			return a.N
+			n += a.N // a unit named twice costs both
 		}
 	}
-	return 0
+	return n
 }
 
 // Clone returns a deep copy of s: changing one does not change the other.
@@ -378,18 +379,21 @@ func (k *keyState) counted(l *lease, sign int64) {
 		d.skew = max(d.skew, d.maxAt-l.at)
 		d.maxAt = max(d.maxAt, l.at)
 	}
-	var f *bucketFlight
-	for i := range d.flight {
-		if d.flight[i].bucket == l.bucket {
-			f = &d.flight[i]
-			break
-		}
-	}
-	if f == nil {
+	i := slices.IndexFunc(d.flight, func(f bucketFlight) bool { return f.bucket == l.bucket })
+	if i < 0 {
 		d.flight = append(d.flight, bucketFlight{bucket: l.bucket})
-		f = &d.flight[len(d.flight)-1]
+		i = len(d.flight) - 1
 	}
+	f := &d.flight[i]
 	f.n += sign
+	if f.n <= 0 {
+		// The bucket's last lease in flight: its entry goes, so that the
+		// sums hold only buckets with leases (a server naming a bucket
+		// per route would otherwise grow them without bound).
+		d.flight[i] = d.flight[len(d.flight)-1]
+		d.flight = d.flight[:len(d.flight)-1]
+		return
+	}
 	for _, c := range l.cost {
 		if c.N <= 0 || unitOf(c.Unit) == ratelimit.UnitRequests {
 			continue
