@@ -18,9 +18,20 @@ func newRoutes(patterns ...string) routes {
 	}
 	r := routes{mux: http.NewServeMux()}
 	for _, p := range patterns {
-		r.mux.Handle(p, http.NotFoundHandler())
+		r.mux.Handle(p, routeMark{})
 	}
 	return r
+}
+
+// routeMark is the handler every pattern of a routes is registered with:
+// ServeMux.Handler answers a request no pattern matches with handlers of
+// its own (not found, or a redirect to a subtree's trailing slash, whose
+// pattern string is not empty), so a match is the mark coming back.
+type routeMark struct{}
+
+// ServeHTTP implements http.Handler; routes never serve.
+func (routeMark) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	http.NotFound(w, r)
 }
 
 // match reports whether one of the patterns matches req. A host in a
@@ -34,6 +45,7 @@ func (r routes) match(req *http.Request) bool {
 		// need not set.
 		req = &http.Request{Method: req.Method, URL: req.URL, Host: req.URL.Host, Header: req.Header}
 	}
-	_, pattern := r.mux.Handler(req)
-	return pattern != ""
+	h, _ := r.mux.Handler(req)
+	_, ok := h.(routeMark)
+	return ok
 }
