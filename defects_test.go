@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,4 +254,47 @@ func TestWrapThroughForeignWrapperDoesNotStack(t *testing.T) {
 	loCloseBody(t, resp)
 	require.EqualValues(t, DefaultMaxAttempts, hits.Load())
 	require.Equal(t, DefaultMaxAttempts, st.Attempts)
+}
+
+// TestPacingOnlyAboveARetryLoop: an outer stack that paces but does not
+// retry (WithoutRetries), behind a transport of someone else's, over an
+// inner stack that retries and paces: the inner loop paces its attempts
+// (the outer pacer can only hold the loop as a whole), as far apart as the
+// inner stack alone spaces them (the 20 s the server's RateLimit header
+// asks for). The inner loop dropped its pacer before, taking the marker's
+// "paced above" for pacing of its attempts: its retries went unpaced.
+func TestPacingOnlyAboveARetryLoop(t *testing.T) {
+	loNoLeaks(t)
+	var mu sync.Mutex
+	var at []time.Time
+	clk := loAutoClock()
+	srv := loServe(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, clk.Now())
+		mu.Unlock()
+		w.Header().Set("RateLimit-Policy", `"d";q=1;w=20`)
+		w.Header().Set("RateLimit", `"d";r=0;t=20`)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	opts := []Option{WithClock(clk), WithRetryBudget(nil), WithOverloadThrottle(0)}
+	spread := func(c *http.Client) time.Duration {
+		mu.Lock()
+		at = nil
+		mu.Unlock()
+		req, _ := loRequest(t, context.Background(), http.MethodGet, srv.URL, nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			loCloseBody(t, resp)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return at[len(at)-1].Sub(at[0])
+	}
+	inner := Wrap(&http.Client{Transport: loBase(t)}, opts...)
+	alone := spread(inner)
+	inner2 := Wrap(&http.Client{Transport: loBase(t)}, opts...)
+	outer := Wrap(&http.Client{Transport: foreignRT{inner2.Transport}}, append(opts, WithoutRetries())...)
+	stacked := spread(outer)
+	t.Logf("attempts spread over %v alone, %v stacked", alone, stacked)
+	require.GreaterOrEqual(t, stacked, alone/2, "the inner loop's retries went unpaced")
 }

@@ -39,9 +39,14 @@ type marker struct {
 	// marker merged from two stacks' (mark) has the upper one's in above
 	// and its own stack's in self, which learn it too.
 	below atomic.Bool
-	above *marker
-	self  *marker
-	sent  atomic.Uint64 // requests the stack sent, for markEvery
+	// pacedBelow is set by a headway stack below that retries, and paces
+	// its attempts, where this one does not retry: pacing here would only
+	// hold its retry loop as a whole, so this stack's pacer lets the
+	// requests through once it knows.
+	pacedBelow atomic.Bool
+	above      *marker
+	self       *marker
+	sent       atomic.Uint64 // requests the stack sent, for markEvery
 }
 
 // markEvery is how often a stack that has seen no headway stack below
@@ -71,6 +76,18 @@ func applied(ctx context.Context, c *config, l layerSet) bool {
 		}
 	}
 	return m.layers&l != 0
+}
+
+// pacesBelow tells the headway stacks above, whose marker is in ctx, that
+// a retry loop below paces its attempts.
+func pacesBelow(ctx context.Context) {
+	for a := markerFrom(ctx); a != nil; a = a.above {
+		for _, x := range [2]*marker{a, a.self} {
+			if x != nil && !x.pacedBelow.Load() {
+				x.pacedBelow.Store(true)
+			}
+		}
+	}
 }
 
 // layersOf returns the layers c applies.

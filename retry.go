@@ -46,7 +46,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 	ctx := req.Context()
 	obs := t.obs
 	if obs != nil && applied(ctx, t.c, paceLayer) {
-		obs = nil // a headway stack above paces; the pacer below passes the attempts through
+		// A headway stack above paces but does not retry (it would have
+		// run the loop): its pacer holds this loop as a whole, not each
+		// attempt, so this loop keeps pacing its attempts and tells it.
+		pacesBelow(ctx)
 	}
 	st := statsFrom(ctx)
 	c := t.c

@@ -65,7 +65,12 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if st != nil {
 		before = st.Attempts
 	}
-	resp, err := t.next.RoundTrip(mark(req, t.mark))
+	next := t.next
+	if p, ok := next.(*pacer); ok && t.mark != nil && t.mark.pacedBelow.Load() {
+		// A retry loop below paces each of its attempts.
+		next = p.next
+	}
+	resp, err := next.RoundTrip(mark(req, t.mark))
 	// A headway retry loop below, behind a transport of someone else's,
 	// counts its own attempts.
 	if st != nil && st.Attempts == before && !heldBack(err) {
