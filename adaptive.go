@@ -30,6 +30,10 @@ type pacer struct {
 	added   atomic.Int64 // keys added, for sweeping waiters
 	sweeper background
 	parser  ratelimit.Parser
+	// storeRTT is how long a shared store's reserve took lately (ns, a
+	// moving average): reserving ahead is for stores slow enough to
+	// need it (shared.go).
+	storeRTT atomic.Int64
 }
 
 // lease is a request's reservation, from hold to observe.
@@ -197,14 +201,19 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 		var d pace.Decision
 		var err error
 		if shared {
-			if l, ok := kw.takePooled(t, &preq); ok {
+			l, ok, stale := kw.takePooled(t, &preq, now, p.poolAge())
+			p.givePoolBack(key, stale)
+			if ok {
 				// Reserved ahead for it by a request before it.
 				return lease{key: key, kw: kw, lease: l, route: preq.Route, ok: true}, now.Sub(start), nil
 			}
 			var extra []pace.Lease
-			n := kw.ahead(t, &preq, caps, len(p.c.limiters) > 0)
+			n := 0
+			if p.slowStore() {
+				n = kw.ahead(t, &preq, caps, len(p.c.limiters) > 0)
+			}
 			if d, extra, err = p.reserveAhead(ctx, key, now, preq, n); err == nil && len(extra) > 0 {
-				kw.pool(t, preq.Route, extra)
+				kw.pool(t, preq.Route, extra, clk.Now())
 			}
 		} else {
 			d, err = p.reserve(ctx, key, now, preq)

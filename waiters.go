@@ -300,12 +300,26 @@ func (kw *keyWaiters) project(q string, d pace.Decision, now time.Time) {
 	}
 	wl.swept, wl.sweptDefinite = now, d.Definite
 
+	// A request with a lease reserved ahead for it in the pool goes at its
+	// turn, whatever the pace: the first of each route, as many as the
+	// pool holds for it, are not checked.
+	var pooled map[string]int
+	for _, pl := range wl.pool {
+		if pooled == nil {
+			pooled = map[string]int{}
+		}
+		pooled[pl.route]++
+	}
 	for i := range wl.levels {
 		lv := &wl.levels[i]
 		var n int64
 		for j := range lv.q.len() {
 			w := lv.q.at(j)
 			if w.gone {
+				continue
+			}
+			if pooled[w.route] > 0 {
+				pooled[w.route]--
 				continue
 			}
 			n++
@@ -321,16 +335,25 @@ func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) (left []pa
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
 	kw.waiting--
-	wl := kw.lineOf(t.q)
 	if t.w != nil && !t.w.granted {
-		// Gone before its turn came (or refused, and gone already).
+		// Gone before its turn came (or refused, and gone already): a
+		// lease reserved ahead for a request of its route is one too many.
+		// (A refused waiter's line may be gone already.)
+		wl := kw.lines[t.q]
+		if t.q == "" {
+			wl = &kw.main
+		}
+		if wl == nil {
+			return nil
+		}
 		if !t.w.gone {
 			t.w.gone = true
 			wl.levelOf(t.w.prio).live--
 			wl.n--
 		}
-		return nil
+		return wl.unpool(t.route)
 	}
+	wl := kw.lineOf(t.q)
 	if wl.n == 0 && len(wl.pool) > 0 {
 		for _, pl := range wl.pool {
 			left = append(left, pl.lease)

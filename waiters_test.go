@@ -130,6 +130,20 @@ func TestRing(t *testing.T) {
 	require.Zero(t, r.len())
 }
 
+// leasesAt returns n leases granted at now, as reserving ahead takes them.
+func leasesAt(t *testing.T, n int, now time.Time) []pace.Lease {
+	t.Helper()
+	var cfg pace.Config
+	ls := make([]pace.Lease, n)
+	for i := range ls {
+		var st pace.State // a key's first request goes alone
+		d := st.Reserve(now, pace.Request{}, &cfg)
+		require.True(t, d.OK)
+		ls[i] = d.Lease
+	}
+	return ls
+}
+
 // TestPoolGivenBack: leases reserved ahead go to requests of their route
 // only, and those left when the line empties are handed back, to be
 // cancelled.
@@ -138,18 +152,78 @@ func TestPoolGivenBack(t *testing.T) {
 	kw := &keyWaiters{}
 	r := pace.Request{}
 	holder, _ := kw.enter("GET", "/a", &r, nil, ticket{since: clk.Now()})
-	kw.pool(holder, "GET /a", make([]pace.Lease, 2))
+	kw.pool(holder, "GET /a", leasesAt(t, 2, clk.Now()), clk.Now())
 	other := pace.Request{Route: "GET /b"}
-	_, ok := kw.takePooled(holder, &other)
+	_, ok, _ := kw.takePooled(holder, &other, clk.Now(), time.Second)
 	require.False(t, ok, "not for another route")
 	costly := pace.Request{Route: "GET /a", Cost: []pace.Amount{{Unit: "tokens", N: 5}}}
-	_, ok = kw.takePooled(holder, &costly)
+	_, ok, _ = kw.takePooled(holder, &costly, clk.Now(), time.Second)
 	require.False(t, ok, "not for a request with a cost")
 	same := pace.Request{Route: "GET /a"}
-	_, ok = kw.takePooled(holder, &same)
+	_, ok, _ = kw.takePooled(holder, &same, clk.Now(), time.Second)
 	require.True(t, ok)
 	require.Len(t, kw.leave(holder, clk, time.Minute), 1, "the one left is handed back")
 	require.Empty(t, kw.main.pool)
+}
+
+// TestPoolKeepsNoOrphans: a lease reserved ahead for a request that leaves
+// before its turn is handed back as it leaves, though the line stays busy;
+// one that waited in the pool longer than its maximum age is handed back by the request that finds it
+// rather than taken; and a waiter with a lease in the pool for it is not
+// refused by the line's pace.
+func TestPoolKeepsNoOrphans(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	kw := &keyWaiters{}
+	enter := func(path string, dl time.Duration) (ticket, pace.Request) {
+		r := pace.Request{}
+		tk, _ := kw.enter("GET", path, &r, nil, ticket{since: clk.Now(), deadline: clk.Now().Add(dl)})
+		return tk, r
+	}
+	x1, _ := enter("/x", time.Hour)
+	x2, rx2 := enter("/x", time.Hour)
+	y, _ := enter("/y", time.Hour)
+	kw.pool(x1, "GET /x", leasesAt(t, 1, clk.Now()), clk.Now())
+	require.Len(t, kw.leave(x2, clk, time.Minute), 1, "x2 left: the lease reserved for it goes back")
+	require.Empty(t, kw.main.pool)
+
+	// A lease for x3 that nobody takes within its maximum age.
+	x3, rx3 := enter("/x", 5*time.Second)
+	kw.pool(x1, "GET /x", leasesAt(t, 1, clk.Now()), clk.Now())
+	// y's quota is spent for 20 s: x3, with a lease waiting for it, is
+	// not refused (it would go at its turn).
+	kw.project(x1.q, pace.Decision{At: clk.Now().Add(20 * time.Second), Definite: true,
+		Pace: pace.Pace{Limit: 100, Window: time.Minute}}, clk.Now())
+	require.False(t, x3.w.refused, "refused with a lease for it in the pool")
+	clk.Advance(time.Second + time.Millisecond)
+	_, ok, stale := kw.takePooled(x3, &rx3, clk.Now(), time.Second)
+	require.False(t, ok, "a stale lease is not taken")
+	require.Len(t, stale, 1, "it is handed back")
+	require.Empty(t, kw.main.pool)
+	_ = rx2
+	for _, tk := range []ticket{x1, y, x3} {
+		kw.leave(tk, clk, time.Minute)
+	}
+	require.Zero(t, kw.waiting)
+}
+
+// TestRefusedLeavesNoLine: a waiter refused by its line's pace that leaves
+// after the line emptied does not bring the line back.
+func TestRefusedLeavesNoLine(t *testing.T) {
+	clk := fakeclock.New(start, false)
+	kw := &keyWaiters{}
+	enter := func(dl time.Duration) ticket {
+		r := pace.Request{Quotas: []int{0}}
+		tk, _ := kw.enter("GET", "/a", &r, nil, ticket{since: clk.Now(), deadline: clk.Now().Add(dl)})
+		return tk
+	}
+	holder := enter(time.Hour)
+	waiter := enter(time.Second)
+	kw.project(holder.q, pace.Decision{At: clk.Now().Add(time.Minute), Definite: true,
+		Pace: pace.Pace{Limit: 1, Window: time.Minute}}, clk.Now())
+	require.True(t, waiter.w.refused)
+	kw.leave(holder, clk, time.Minute)
+	kw.leave(waiter, clk, time.Minute)
+	require.Empty(t, kw.lines)
 }
 
 // TestAheadCountsItsRoute: the leases reserved ahead are for the requests
