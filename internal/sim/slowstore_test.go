@@ -45,7 +45,7 @@ func (s *slowStore) CompareAndSwap(ctx context.Context, key string, v uint64, ne
 // through a store whose calls take up to 100 ms. Only the request whose
 // turn it is in a process's line reserves; it reserves for the requests
 // like it behind it in the same update, so the fleet is not held to one
-// lease per round trip: 3.4x the ideal (6.3x reserving one at a time), none
+// lease per round trip: 3.46x the ideal (6.3x reserving one at a time), none
 // failed. The leases reserved ahead that nobody took are given back: none
 // is left in flight at the end.
 func TestSlowSharedStore(t *testing.T) {
