@@ -62,7 +62,10 @@ func (t *retryTransport) send(obs observer, req *http.Request, hdr http.Header, 
 		a.resp, a.obs, a.err = obs.observe(r, l)
 	} else {
 		a.resp, a.err = roundTrip(t.next, r)
-		if a.resp != nil {
+		if a.resp != nil && (a.resp.StatusCode >= 400 || t.c.onAttempt != nil) {
+			// Without pacing, what a response says is read only to
+			// decide a retry, which a status under 400 never gets
+			// (decide.Rules.RetryResponse), or for the attempt hook.
 			a.obs = parse(&t.parser, a.resp, t.c.clock.Now())
 		}
 	}

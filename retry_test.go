@@ -772,6 +772,21 @@ func TestGiveUpErrorsKeepTimeouts(t *testing.T) {
 	require.True(t, ue.Timeout())
 }
 
+// TestHookSeesAnswersWithoutPacing: without pacing, a response under 400
+// is not parsed for the retry decision (it never earns a retry), but the
+// attempt hook still gets what it said.
+func TestHookSeesAnswersWithoutPacing(t *testing.T) {
+	var attempts []AttemptEvent
+	h := newHarness(t, []reply{{status: 200, body: "ok", hdr: []string{"X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "9"}}},
+		WithoutPacing(), WithOnAttempt(func(e AttemptEvent) { attempts = append(attempts, e) }))
+	resp, err, _ := h.do(t, "GET", "")
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Len(t, attempts, 1)
+	require.Len(t, attempts[0].Observation.Policies, 1)
+	require.EqualValues(t, 9, attempts[0].Observation.Policies[0].Remaining)
+}
+
 // TestHooks: WithOnAttempt reports every attempt with what its response
 // said, WithOnDone each request's end once, and hooks given several times
 // all run.
