@@ -63,7 +63,8 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		ret := p.returnsBetween(a, r, p.since+cost)
 		older = a.at-p.obsAt <= a.k.orderSlack() && !math.IsInf(ret, 1) ||
 			a.sent <= p.obsAt && (float64(surplus) > ret ||
-				admitted && p.early >= cost && surplus <= p.booked && float64(surplus) > p.refillBetween(p.obsAt, a.at))
+				admitted && p.early >= cost && surplus <= p.booked && float64(surplus) > p.refillBetween(p.obsAt, a.at)) ||
+			math.IsInf(ret, 1) && float64(surplus) > p.returnsBetweenOf(a, r, p.since+cost, false) && p.mayBeOlder(a, surplus)
 	}
 	if older || a.at < p.obsAt && p.rolledAt == p.obsAt {
 		// Counted before the newest answer: it found more left, and it
@@ -118,6 +119,31 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	p.prune()
 }
 
+// mayBeOlder reports whether an answer that found surplus more left than
+// the newest, which only a window that ended between them explains as
+// newer, may as well have been counted before the newest: its request went before the
+// newest was counted, the client's units that can have been counted
+// between them (those counted after it went, and those in flight then)
+// cover the surplus, and no window candidate says for sure that its window
+// ended by then. Both stories fit; the older one is the cautious one (it
+// keeps the lower count), and costs a round trip at most when a window did
+// end: the answers to requests sent after the newest tell. (On loopback,
+// 64 workers' first burst, whose connections took up to 7 ms to open, came
+// back out of order: an answer with 44 left after one with 36 was taken for
+// a new window's, and 9 went into a spent quota.)
+func (p *policy) mayBeOlder(a *answer, surplus int64) bool {
+	if a.sent > p.obsAt {
+		return false
+	}
+	for c := cWindow; c <= cAnchored; c++ {
+		if b := p.win[c]; p.plausible()&(1<<c) != 0 && b.known() && b.hi <= a.at {
+			return false // it ended by then
+		}
+	}
+	between := p.own.sum(a.sent, p.obsAt) + a.k.inflightBy(p, p.obsAt)
+	return surplus <= between
+}
+
 // refillBetween is the most a bucket can have refilled from t0 to t1, as
 // far as the evidence goes: nothing when no bucket is plausible.
 func (p *policy) refillBetween(t0, t1 int64) float64 {
@@ -135,6 +161,12 @@ func (p *policy) refillBetween(t0, t1 int64) float64 {
 // share of a window's quota; a bucket's refill at the fastest rate the
 // evidence allows.
 func (p *policy) returnsBetween(a *answer, r, since int64) float64 {
+	return p.returnsBetweenOf(a, r, since, true)
+}
+
+// returnsBetweenOf is returnsBetween, heeding the window candidates only
+// when windows is set.
+func (p *policy) returnsBetweenOf(a *answer, r, since int64, windows bool) float64 {
 	t0, t1 := p.obsAt, a.at
 	if t1 <= t0 {
 		return 0
@@ -148,7 +180,7 @@ func (p *policy) returnsBetween(a *answer, r, since int64) float64 {
 		switch candidate(c) {
 		case cWindow, cAnchored:
 			b := p.win[c]
-			if (!b.known() || b.lo <= t1) && float64(r) >= p.freshFloor(a, since) {
+			if windows && (!b.known() || b.lo <= t1) && float64(r) >= p.freshFloor(a, since) {
 				return math.Inf(1)
 			}
 		case cLog:

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
@@ -14,31 +15,37 @@ import (
 	"github.com/headway-go/headway/ratelimit"
 )
 
-// TestReversedBurstIsNoFreshWindow replays what 24 workers saw on loopback
-// (testdata/reversed-burst.txt: per request, when it was sent and answered,
-// in ms from the start, the status and what the RateLimit header said was
-// left of 50 per second, a fixed window) from 40 ms into a second. The
-// server counted each burst in the reverse of the order it was sent, and
-// the answers came back in the order sent: remaining 2, 3, 4 ... 24. The
-// answers that found more left are older, not a window that ended 9 ms
-// into the run: until the next window, what the state grants after each
-// answer never exceeds the least remaining said so far. (It granted 17
-// after "21 left" and 16 of 24 were refused.)
-func TestReversedBurstIsNoFreshWindow(t *testing.T) {
+// These tests replay what workers saw on loopback against a ratelimittest
+// server (50 per second, a fixed window on the clock, IETF headers):
+// testdata/*-burst.txt hold, after a line "# t0frac NS ALGORITHM WORKERS"
+// (how far into a second the run started), one line per request: when it
+// was sent and answered, in ms from the start, its status and what the
+// RateLimit header said was left. A request the state grants is answered
+// as it was in the run; one it holds back is not sent.
+
+// replayRefused replays the first window of trace and returns how many of
+// the requests the state granted were refused in the run.
+func replayRefused(t *testing.T, trace string) (granted, refused int) {
+	t.Helper()
 	type event struct {
-		at       time.Duration
-		answer   bool
-		i        int
-		status   int
-		left     int
-		received time.Duration
+		at     time.Duration
+		answer bool
+		i      int
+		status int
+		left   int
 	}
-	f, err := os.Open("testdata/reversed-burst.txt")
+	f, err := os.Open(trace)
 	require.NoError(t, err)
 	defer f.Close()
 	var evs []event
+	var frac int64
 	sc := bufio.NewScanner(f)
 	for i := 0; sc.Scan(); i++ {
+		if line := sc.Text(); strings.HasPrefix(line, "#") {
+			_, err := fmt.Sscanf(line, "# t0frac %d", &frac)
+			require.NoError(t, err)
+			continue
+		}
 		fs := strings.Fields(sc.Text())
 		require.Len(t, fs, 4)
 		num := func(s string) float64 {
@@ -48,8 +55,10 @@ func TestReversedBurstIsNoFreshWindow(t *testing.T) {
 		}
 		sent := time.Duration(num(fs[0]) * 1e6)
 		recv := time.Duration(num(fs[1]) * 1e6)
-		ev := event{i: i, status: int(num(fs[2])), left: int(num(fs[3])), received: recv}
-		ev.at = sent
+		if sent >= time.Second-time.Duration(frac) {
+			continue // the next window
+		}
+		ev := event{at: sent, i: i, status: int(num(fs[2])), left: int(num(fs[3]))}
 		evs = append(evs, ev)
 		ev.at, ev.answer = recv, true
 		evs = append(evs, ev)
@@ -57,35 +66,54 @@ func TestReversedBurstIsNoFreshWindow(t *testing.T) {
 	require.NoError(t, sc.Err())
 	sort.SliceStable(evs, func(a, b int) bool { return evs[a].at < evs[b].at })
 
-	base := time.Date(2026, 11, 26, 12, 0, 0, 40e6, time.UTC)
+	base := time.Date(2026, 11, 26, 12, 0, 0, int(frac), time.UTC)
 	var st State
 	cfg := &Config{}
 	leases := map[int]Lease{}
-	least := 50
 	for _, e := range evs {
 		now := base.Add(e.at)
 		if !e.answer {
 			if d := st.Reserve(now, Request{}, cfg); d.OK {
 				leases[e.i] = d.Lease
+				granted++
+				if e.status == 429 {
+					refused++
+				}
 			}
 			continue
 		}
-		l, ok := leases[e.i]
-		if !ok {
-			continue // held back here, where the run sent it
+		if l, ok := leases[e.i]; ok {
+			h := ietf(50, 1, e.left, 1)
+			st.Complete(now, l, Answer{Obs: ratelimit.ParseHeaders(h, e.status, now)}, cfg)
 		}
-		h := ietf(50, 1, e.left, 1)
-		st.Complete(now, l, Answer{Obs: ratelimit.ParseHeaders(h, e.status, now)}, cfg)
-		if e.at >= time.Second-40*time.Millisecond {
-			break // the next window
-		}
-		least = min(least, e.left)
-		c := st.Clone()
-		n := 0
-		for n < 100 && c.Reserve(now, Request{}, cfg).OK {
-			n++
-		}
-		require.LessOrEqualf(t, n, least, "after request %d's answer (%d left, at %v): %d granted, %d left at most",
-			e.i, e.left, e.at, n, least)
 	}
+	return granted, refused
+}
+
+// TestReversedBurstIsNoFreshWindow: 24 workers from 40 ms into a second.
+// The server counted each burst in the reverse of the order it was sent,
+// and the answers came back in the order sent: 2, 3, 4 ... 24 left. The
+// answers that found more left are older, not a window that ended 9 ms
+// into the run. (The state took "21 left" for a new window's and granted
+// 17 more: 16 of 24 were refused.)
+func TestReversedBurstIsNoFreshWindow(t *testing.T) {
+	granted, refused := replayRefused(t, "testdata/reversed-burst.txt")
+	t.Logf("granted %d, %d of them refused in the run", granted, refused)
+	require.LessOrEqual(t, refused, 1)
+}
+
+// TestWideBurstIsNoFreshWindow: 64 workers from 16 ms into a second, whose
+// connections took up to 6 ms to open: answers came back out of order, one
+// with more left after one with less, which a window that ended between
+// them would explain as well as their order. The cautious story (it was
+// counted before) holds until a request sent after the newest answer
+// tells. (The state took the later answer for a new window's and granted
+// what it said was left, less those in flight: 14 of those it grants here
+// were refused, 41 in the run.) The two refused requests allowed were sent
+// 2.8 ms into the run, when the quota had room, and reached the server
+// after it was spent (answered at 5.7 ms).
+func TestWideBurstIsNoFreshWindow(t *testing.T) {
+	granted, refused := replayRefused(t, "testdata/wide-burst.txt")
+	t.Logf("granted %d, %d of them refused in the run", granted, refused)
+	require.LessOrEqual(t, refused, 2)
 }
