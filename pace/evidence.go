@@ -694,7 +694,14 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 // counted later point at another, the two are a whole number of windows
 // apart, and the least such jump seen, beyond the resets' precision, is
 // the window, whatever the server takes its reset to mean (the end of
-// this window, or of the next, when its count is gone).
+// this window, or of the next, when its count is gone). Unless it is half
+// again the longest delay to a reset or more: then the resets were more
+// than a window apart (a window that opens with the first request after
+// the last one ended, after the client left it idle; or a window nobody
+// used between two), and the delays say the window. (ulule/limiter's
+// window, from a first request, with resets in whole seconds: a jump of 2
+// s after an idle spell was taken for the window, and the client waited
+// two seconds a window: 300 requests at 50 per second took 7.7-16.6 s.)
 func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	reset := int64(o.Reset)
 	d := reset
@@ -732,11 +739,23 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	if a.at >= p.obsAt {
 		p.lastReset = bounds{rlo, rhi}
 	}
-	if p.jump > 0 {
+	if p.jump > 0 && 2*p.jump < 3*p.logW {
 		p.period = bounds{p.jump, p.jump}
 		return
 	}
-	p.period = bounds{max(p.period.lo, lo), max(p.period.hi, hi)}
+	// No jump, or one much longer than the longest delay to a reset: the
+	// resets seen were more than a window apart (a window that starts
+	// with the first request after the last one ended, whose resets are
+	// as far apart as the client left it idle, or a window nobody used
+	// between two): the window is what the delays say.
+	if p.jump > 0 && p.period.lo == p.jump && p.period.hi == p.jump {
+		p.period = bounds{}
+	}
+	up := p.logW
+	if reset%1e9 == 0 {
+		up = (up + 1e9 - 1) / 1e9 * 1e9
+	}
+	p.period = bounds{max(p.period.lo, lo, p.logW), max(p.period.hi, hi, up)}
 }
 
 // counterPhase takes in where the counter's windows start: on the

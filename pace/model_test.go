@@ -411,3 +411,30 @@ func TestProbeBudget(t *testing.T) {
 	}
 	require.LessOrEqual(t, refused, sends*3/100, "refused in all the runs")
 }
+
+// TestIdleSpellIsNoWindow: a window that opens with the first request after
+// the last one ended (ulule/limiter's), its resets Unix seconds rounded up:
+// after an idle spell the next window's reset is two seconds after the
+// last, which is no window's length, since resets came a second after
+// requests: the window may be a second. (The two seconds were taken for the
+// window, and the client waited two seconds a window: on loopback, 300
+// requests at 50 per second took 7.7-16.6 s.)
+func TestIdleSpellIsNoWindow(t *testing.T) {
+	srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second, Anchor: ratelimittest.AnchorFirstRequest}),
+		ratelimittest.WithDialect(ratelimittest.XRateLimit))
+	y := newStory(t, nil)
+	rtt := ms(2)
+	// The first window opens at +0.3 s (its reset: +2 s, rounded up).
+	y.exchange(srv, ms(300), "a", rtt)
+	for i := range 3 {
+		y.exchange(srv, ms(310), fmt.Sprint("w", i), rtt)
+	}
+	// Idle until +2.5 s: the next window opens there (its reset: +4 s).
+	at, status := y.exchange(srv, ms(2500), "b", rtt)
+	require.Equal(t, 200, status)
+	require.Equal(t, ms(2500), at)
+	p := &y.st.k.policies[0]
+	// A second at least (the delays, rounded up, allow up to two): not
+	// two exactly.
+	require.Equal(t, int64(1e9), p.period.lo, y.describe(t0.Add(at)))
+}
