@@ -739,7 +739,7 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	if a.at >= p.obsAt {
 		p.lastReset = bounds{rlo, rhi}
 	}
-	if p.jump > 0 && 2*p.jump < 3*p.logW {
+	if p.jump > 0 && float64(p.jump) < maxJumpOverDelay*float64(p.logW) {
 		p.period = bounds{p.jump, p.jump}
 		return
 	}
@@ -757,6 +757,14 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	}
 	p.period = bounds{max(p.period.lo, lo, p.logW), max(p.period.hi, hi, up)}
 }
+
+// maxJumpOverDelay is how much longer than the longest delay to a reset a
+// jump between resets may be and still be the window: the longest delay
+// falls short of the window by how long after a window opened the client's
+// first request in it was counted (a fraction of it, at 50 per second and
+// more), while a jump across an idle spell or an unused window is a whole
+// window longer or more.
+const maxJumpOverDelay = 1.5
 
 // counterPhase takes in where the counter's windows start: on the
 // server's clock, as most counters' are (a window of whole seconds starts at
