@@ -68,23 +68,23 @@ func applied(ctx context.Context, c *config, l layerSet) bool {
 	if m == nil || m.owner == c {
 		return false
 	}
-	for a := m; a != nil; a = a.above {
-		for _, x := range [2]*marker{a, a.self} {
-			if x != nil && !x.below.Load() {
-				x.below.Store(true)
-			}
-		}
-	}
+	setAbove(m, func(x *marker) *atomic.Bool { return &x.below })
 	return m.layers&l != 0
 }
 
 // pacesBelow tells the headway stacks above, whose marker is in ctx, that
 // a retry loop below paces its attempts.
 func pacesBelow(ctx context.Context) {
-	for a := markerFrom(ctx); a != nil; a = a.above {
+	setAbove(markerFrom(ctx), func(x *marker) *atomic.Bool { return &x.pacedBelow })
+}
+
+// setAbove sets the flag that flag picks in m, in every marker above it,
+// and in the stacks' own markers they were merged from.
+func setAbove(m *marker, flag func(*marker) *atomic.Bool) {
+	for a := m; a != nil; a = a.above {
 		for _, x := range [2]*marker{a, a.self} {
-			if x != nil && !x.pacedBelow.Load() {
-				x.pacedBelow.Store(true)
+			if x != nil && !flag(x).Load() {
+				flag(x).Store(true)
 			}
 		}
 	}

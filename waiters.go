@@ -216,12 +216,17 @@ func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, t 
 	return kw.enqueue(t, false), true
 }
 
-// lineOf returns line q, creating it; kw.mu is held.
-func (kw *keyWaiters) lineOf(q string) *waitLine {
+// line returns line q, nil when there is none; kw.mu is held.
+func (kw *keyWaiters) line(q string) *waitLine {
 	if q == "" {
 		return &kw.main
 	}
-	wl := kw.lines[q]
+	return kw.lines[q]
+}
+
+// lineOf returns line q, creating it; kw.mu is held.
+func (kw *keyWaiters) lineOf(q string) *waitLine {
+	wl := kw.line(q)
 	if wl == nil {
 		if kw.lines == nil {
 			kw.lines = map[string]*waitLine{}
@@ -339,10 +344,7 @@ func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) (left []pa
 		// Gone before its turn came (or refused, and gone already): a
 		// lease reserved ahead for a request of its route is one too many.
 		// (A refused waiter's line may be gone already.)
-		wl := kw.lines[t.q]
-		if t.q == "" {
-			wl = &kw.main
-		}
+		wl := kw.line(t.q)
 		if wl == nil {
 			return nil
 		}
