@@ -10,21 +10,26 @@ import (
 	"github.com/headway-go/headway/ratelimit"
 )
 
-// BenchmarkReserveComplete: one request's work in a MemoryStore, with ample
-// quota: a lease reserved and its answer (one IETF policy) completed, as
-// the pacing layer does for every request. Apply is the generic path, with
-// its closures; InPlaceAt the in-process store's, as the pacing layer uses
-// its own store.
-func BenchmarkReserveComplete(b *testing.B) {
+// ampleQuota is the hot path's setting: an instant, a request, and an
+// answer (one IETF policy) that leaves the quota ample.
+func ampleQuota() (time.Time, Request, ratelimit.Observation) {
 	h := http.Header{
 		"Date":             {"Wed, 26 Nov 2026 12:00:00 GMT"},
 		"Ratelimit-Policy": {`"default";q=1000000;w=60`},
 		"Ratelimit":        {`"default";r=999999;t=30`},
 	}
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	req := Request{Route: "GET /items"}
+	return t0, Request{Route: "GET /items"}, ratelimit.ParseHeaders(h, 200, t0)
+}
+
+// BenchmarkReserveComplete: one request's work in a MemoryStore, with ample
+// quota: a lease reserved and its answer (one IETF policy) completed, as
+// the pacing layer does for every request. Apply is the generic path, with
+// its closures; InPlaceAt the in-process store's, as the pacing layer uses
+// its own store.
+func BenchmarkReserveComplete(b *testing.B) {
+	t0, req, obs := ampleQuota()
 	var cfg Config
-	obs := ratelimit.ParseHeaders(h, 200, t0)
 	b.Run("Apply", func(b *testing.B) {
 		m := NewMemoryStore(func() time.Time { return t0 })
 		ctx := context.Background()
@@ -64,15 +69,8 @@ func completeAt(m *MemoryStore, now time.Time, l Lease, a Answer, cfg *Config) {
 // answered), as under thousands of goroutines: a per-request cost that
 // grows with n is quadratic under the key's lock.
 func BenchmarkReserveCompleteInFlight(b *testing.B) {
-	h := http.Header{
-		"Date":             {"Wed, 26 Nov 2026 12:00:00 GMT"},
-		"Ratelimit-Policy": {`"default";q=1000000;w=60`},
-		"Ratelimit":        {`"default";r=999999;t=30`},
-	}
-	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	req := Request{Route: "GET /items"}
+	t0, req, obs := ampleQuota()
 	var cfg Config
-	obs := ratelimit.ParseHeaders(h, 200, t0)
 	for _, n := range []int{0, 100, 10000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			m := NewMemoryStore(func() time.Time { return t0 })
