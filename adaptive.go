@@ -44,6 +44,9 @@ type lease struct {
 	route string // the request's route, as keyWaiters.enter named it
 	caps  []int  // the in-flight caps it counts under (WithMaxInFlight)
 	ok    bool   // a lease was taken (false: the store failed open)
+	// fast is the request's number in kw.fast when it went on credit
+	// (credit.go), 0 otherwise: lease is then the zero Lease.
+	fast uint64
 }
 
 func newPacer(next http.RoundTripper, c *config) *pacer {
@@ -122,6 +125,18 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	start := clk.Now()
 	preq := p.describe(req)
 	caps := p.capsOf(req)
+	if p.mem != nil && len(preq.Quotas) == 0 && preq.Cost == nil && len(caps) == 0 && p.c.onAttempt == nil && !p.c.noCredit {
+		if l, ok := p.holdFast(req, key, start); ok {
+			if len(p.c.limiters) == 0 {
+				return l, 0, nil
+			}
+			if err := p.limit(req, key, start); err != nil {
+				p.cancel(l)
+				return lease{}, clk.Now().Sub(start), err
+			}
+			return l, clk.Now().Sub(start), nil
+		}
+	}
 	t := ticket{prio: priorityFrom(ctx), since: start, deadline: start.Add(p.c.maxWait)}
 	dl, hasDeadline := ctx.Deadline()
 	if hasDeadline && dl.Before(t.deadline) {
@@ -216,7 +231,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 				kw.pool(t, preq.Route, extra, clk.Now())
 			}
 		} else {
-			d, err = p.reserve(ctx, key, now, preq)
+			d, err = p.reserve(ctx, kw, key, now, preq)
 		}
 		if err != nil {
 			kw.release(caps, false)
@@ -278,9 +293,9 @@ func sharedPoll(wait time.Duration) time.Duration {
 // reserve asks key's state for a lease at now. On the in-process store the
 // decision is made under the key's lock without a closure that escapes, so
 // that it costs no allocation.
-func (p *pacer) reserve(ctx context.Context, key string, now time.Time, preq pace.Request) (pace.Decision, error) {
+func (p *pacer) reserve(ctx context.Context, kw *keyWaiters, key string, now time.Time, preq pace.Request) (pace.Decision, error) {
 	if p.mem != nil {
-		return reserveAt(p.mem, key, now, preq, &p.cfg)
+		return reserveAt(p.mem, kw, key, now, preq, &p.cfg)
 	}
 	if m, ok := p.store.(*pace.MemoryStore); ok {
 		return reserveIn(m, ctx, key, now, preq, &p.cfg)
@@ -294,10 +309,13 @@ func (p *pacer) reserve(ctx context.Context, key string, now time.Time, preq pac
 }
 
 // reserveAt is reserveIn on the pacer's own store, whose clock is the
-// pacer's: now is what it says.
-func reserveAt(m *pace.MemoryStore, key string, now time.Time, preq pace.Request, cfg *pace.Config) (d pace.Decision, err error) {
+// pacer's: now is what it says. The requests kw sent on credit are booked
+// first, and its credit counted again after (credit.go).
+func reserveAt(m *pace.MemoryStore, kw *keyWaiters, key string, now time.Time, preq pace.Request, cfg *pace.Config) (d pace.Decision, err error) {
 	err = m.UpdateInPlaceAt(now, key, func(s *pace.State) error {
+		kw.fast.book(s, now, cfg)
 		d = s.Reserve(now, preq, cfg)
+		kw.fast.count(s, now, "", "")
 		return nil
 	})
 	return d, err
@@ -396,20 +414,29 @@ func sleepUntilChanged(ctx context.Context, clk Clock, d time.Duration, changed 
 // observe sends req under its lease and returns the response with what its
 // headers said, after reporting both to the key's state.
 func (p *pacer) observe(req *http.Request, l lease) (*http.Response, ratelimit.Observation, error) {
+	if l.fast != 0 {
+		return p.observeFast(req, l)
+	}
 	resp, err := roundTrip(p.next, req)
 	now := p.c.clock.Now()
 	var a pace.Answer
 	if err == nil {
-		a.Obs = parse(&p.parser, resp, now)
-		if v := resp.Header.Get("Date"); v != "" {
-			a.Date, _ = p.parser.ParseDate(v)
-		}
+		a = p.answer(resp, now)
 	}
 	p.complete(l, req, now, a)
 	if err != nil {
 		return nil, ratelimit.Observation{}, err
 	}
 	return resp, a.Obs, nil
+}
+
+// answer reads what resp, received at now, says.
+func (p *pacer) answer(resp *http.Response, now time.Time) pace.Answer {
+	a := pace.Answer{Obs: parse(&p.parser, resp, now)}
+	if v := resp.Header.Get("Date"); v != "" {
+		a.Date, _ = p.parser.ParseDate(v)
+	}
+	return a
 }
 
 // complete reports the answer to a lease (a zero Answer: none came).
@@ -423,12 +450,21 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	} else if !kw.used.Load() {
 		kw.used.Store(true)
 	}
+	// The bucket the answer counted l's route in ("" when it named none),
+	// and the route whose credit to count (none when no answer came).
+	bucket, route := "", ""
+	if a.Obs.Status != 0 {
+		route = l.route
+	}
 	if len(a.Obs.Policies) > 0 {
-		kw.learnRoute(l.route, pace.BucketOf(&a.Obs.Policies[0]))
+		bucket = pace.BucketOf(&a.Obs.Policies[0])
+		if route != "" {
+			kw.learnRoute(route, bucket)
+		}
 	}
 	var err error
 	if p.mem != nil {
-		err = completeAt(p.mem, l, now, a, &p.cfg)
+		err = completeAt(p.mem, kw, l, now, a, route, bucket, &p.cfg)
 	} else if m, ok := p.store.(*pace.MemoryStore); ok {
 		// The in-process store does not block, and reads no context.
 		err = completeIn(m, l, now, a, &p.cfg)
@@ -448,10 +484,23 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 }
 
 // completeAt is completeIn on the pacer's own store, whose clock is the
-// pacer's: now is what it says.
-func completeAt(m *pace.MemoryStore, l lease, now time.Time, a pace.Answer, cfg *pace.Config) error {
+// pacer's: now is what it says. As in reserveAt, kw's requests sent on
+// credit are booked first (l may be one of them), and its credit counted
+// again after, bucket's for route (when not empty) included.
+func completeAt(m *pace.MemoryStore, kw *keyWaiters, l lease, now time.Time, a pace.Answer, route, bucket string, cfg *pace.Config) error {
 	return m.UpdateInPlaceAt(now, l.key, func(s *pace.State) error {
-		s.Complete(now, l.lease, a, cfg)
+		pl, ok := l.lease, true
+		if l.fast != 0 {
+			kw.fast.book(s, now, cfg)
+			pl, ok = l.kw.fast.lentFor(l.fast)
+		} else {
+			kw.fast.bookUpTo(s, now, pl.At(), cfg)
+		}
+		if ok {
+			s.Complete(now, pl, a, cfg)
+		}
+		kw.fast.book(s, now, cfg)
+		kw.fast.count(s, now, route, bucket)
 		return nil
 	})
 }
@@ -482,7 +531,11 @@ func (p *pacer) cancel(l lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
-		s.Cancel(l.lease, &p.cfg)
+		if l.fast == 0 {
+			s.Cancel(l.lease, &p.cfg)
+		} else if pl, ok := l.lent(s, p.c.clock.Now(), &p.cfg); ok {
+			s.Cancel(pl, &p.cfg)
+		}
 		return nil
 	})
 	if len(l.caps) > 0 {

@@ -126,30 +126,41 @@ type staticTransport struct{ resp *http.Response }
 func (s staticTransport) RoundTrip(*http.Request) (*http.Response, error) { return s.resp, nil }
 
 // BenchmarkStackOverhead measures the layers alone on the hot path (a
-// request with ample quota): no network, the response has ordinary headers
-// and no rate-limit headers.
+// request with ample quota): no network; the responses have ordinary
+// headers and no rate-limit headers ("plain"), or IETF and X-RateLimit
+// headers that leave the quota ample ("ratelimit"), which the pacing layer
+// reads only when its credit runs out (credit.go).
 func BenchmarkStackOverhead(b *testing.B) {
-	resp := &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{
-		"Content-Type": {"application/json"}, "Date": {"Wed, 25 Nov 2026 21:32:42 GMT"}, "Server": {"x"},
-	}}
-	base := staticTransport{resp}
 	req, _ := http.NewRequest(http.MethodGet, "https://api.test/items", nil)
-	for _, tc := range []struct {
+	for _, hdr := range []struct {
 		name string
-		rt   http.RoundTripper
+		h    http.Header
 	}{
-		{"base", base},
-		{"headway", NewTransport(base)},
-		{"headway-retry-only", NewTransport(base, WithoutPacing())},
-		{"headway-pacing-only", NewTransport(base, WithoutRetries())},
+		{"plain", http.Header{"Content-Type": {"application/json"}, "Date": {"Wed, 25 Nov 2026 21:32:42 GMT"}, "Server": {"x"}}},
+		{"ratelimit", http.Header{
+			"Content-Type": {"application/json"}, "Date": {"Wed, 25 Nov 2026 21:32:42 GMT"},
+			"Ratelimit-Policy": {`"default";q=1000;w=60`}, "Ratelimit": {`"default";r=999;t=30`},
+			"X-Ratelimit-Limit": {"1000"}, "X-Ratelimit-Remaining": {"999"}, "X-Ratelimit-Reset": {"30"},
+		}},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := tc.rt.RoundTrip(req); err != nil {
-					b.Fatal(err)
+		base := staticTransport{&http.Response{StatusCode: 200, Body: http.NoBody, Header: hdr.h}}
+		for _, tc := range []struct {
+			name string
+			rt   http.RoundTripper
+		}{
+			{"base", base},
+			{"headway", NewTransport(base)},
+			{"headway-retry-only", NewTransport(base, WithoutPacing())},
+			{"headway-pacing-only", NewTransport(base, WithoutRetries())},
+		} {
+			b.Run(hdr.name+"/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := tc.rt.RoundTrip(req); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

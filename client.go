@@ -52,6 +52,7 @@ type config struct {
 	onDone          func(DoneEvent)
 	store           pace.Store
 	quotas          []quotaRoute
+	noCredit        bool // pacing asks the state for every request (tests: export_test.go)
 	limiters        []limiterRoute
 	caps            []capRoute
 	aging           time.Duration

@@ -74,6 +74,9 @@ type overloadKey struct {
 // get returns key's counts, creating them when create (nil otherwise: a
 // key that never failed keeps none).
 func (o *overload) get(key string, create bool) *overloadKey {
+	if !create && o.added.Load() == 0 {
+		return nil // no request has failed yet: no key to look up
+	}
 	if v, ok := o.keys.Load(key); ok {
 		k := v.(*overloadKey)
 		if !k.used.Load() {

@@ -55,7 +55,7 @@ func TestLeftWaiterGivesItsLeaseBack(t *testing.T) {
 	// reserve is hold's loop for the request whose turn it is.
 	reserve := func(r pace.Request) {
 		for {
-			d, _ := p.reserve(ctx, "api", clk.Now(), r)
+			d, _ := p.reserve(ctx, p.keyWaiters("api"), "api", clk.Now(), r)
 			if d.OK {
 				answer(d.Lease)
 				return

@@ -23,10 +23,12 @@ type keyWaiters struct {
 	routes  map[string]string // route -> the server-named bucket it was last counted in
 	names   map[string]string // "METHOD /path" -> the same, interned
 	waiting int               // requests in a line, their turn come or not
+	queued  atomic.Int32      // waiting, read without mu (holdFast)
 	flight  []int             // requests in flight under each in-flight cap (index as config.caps)
 	flying  int               // their sum: a key with requests in flight is not swept
 	used    atomic.Bool       // since the last sweep
 	dead    atomic.Bool       // swept: join the key's new waiters instead (set under mu)
+	fast    fastBook          // the key's credit, and the requests sent on it (credit.go)
 }
 
 // A waitLine is one line: whether a request has its turn (and its
@@ -129,10 +131,12 @@ func (p *pacer) sweepWaiters() {
 				return true
 			}
 			kw.mu.Lock()
-			if kw.waiting == 0 && kw.flying == 0 {
+			kw.fast.mu.Lock() // take (credit.go) reads dead under it
+			if kw.waiting == 0 && kw.flying == 0 && kw.fast.idle() {
 				kw.dead.Store(true)
 				p.waiters.Delete(k)
 			}
+			kw.fast.mu.Unlock()
 			kw.mu.Unlock()
 			return true
 		})
@@ -212,6 +216,7 @@ func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, t 
 	}
 	r.Route = route
 	kw.waiting++
+	kw.queued.Add(1)
 	t.q, t.route = kw.lineName(r, caps), route
 	return kw.enqueue(t, false), true
 }
@@ -340,6 +345,7 @@ func (kw *keyWaiters) leave(t ticket, clk Clock, aging time.Duration) (left []pa
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
 	kw.waiting--
+	kw.queued.Add(-1)
 	if t.w != nil && !t.w.granted {
 		// Gone before its turn came (or refused, and gone already): a
 		// lease reserved ahead for a request of its route is one too many.

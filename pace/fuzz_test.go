@@ -123,7 +123,7 @@ func (f *fuzzBytes) step() time.Duration {
 
 // FuzzReserveComplete drives one key through random sequences of Reserve,
 // Complete (with random headers in every dialect, random statuses, with or
-// without a Date) and Cancel, and guards what must always hold: no panic; a
+// without a Date), Cancel, and the credit's Credit, Spent and Lend, and guards what must always hold: no panic; a
 // grant numbered one more than the last and dated now; a wait asking again
 // after now and no later than Config.MaxPause after it; no lease in flight
 // that was answered or cancelled, none more than granted; and a Clone equal
@@ -160,7 +160,7 @@ func reserveComplete(t *testing.T, data []byte) {
 		now := t0
 		var open []Lease // granted, neither answered nor cancelled
 		for ops := 0; ops < 300 && in.more(); ops++ {
-			switch in.pick(7) {
+			switch in.pick(9) {
 			case 0, 1:
 				req := Request{Route: routes[in.pick(len(routes))]}
 				if c := in.byte(); c%3 == 0 {
@@ -202,6 +202,27 @@ func reserveComplete(t *testing.T, data []byte) {
 				open = slices.Delete(open, i, i+1)
 			case 5:
 				now = now.Add(in.step())
+			case 7:
+				// Requests sent on credit, answered, booked in a batch
+				// (their instants as a caller might get them wrong).
+				route := routes[in.pick(len(routes))]
+				n := st.Credit(now, route)
+				require.GreaterOrEqual(t, n, int64(0))
+				require.LessOrEqual(t, n, int64(maxCredit))
+				spans := make([]Span, in.pick(8))
+				for i := range spans {
+					spans[i] = Span{Sent: now.Add(-in.step()), Recv: now.Add(-in.step())}
+					if in.byte()%4 == 0 {
+						spans[i].Sent = time.Time{}
+					}
+				}
+				st.Spent(route, spans, cfg)
+			case 8:
+				// One sent on credit, still in flight.
+				l := st.Lend(now.Add(-in.step()), routes[in.pick(len(routes))], cfg)
+				require.Greater(t, l.Seq(), seq)
+				seq = l.Seq()
+				open = append(open, l)
 			case 6:
 				// A clone is equal, and independent: what changes it
 				// leaves the state as it was.

@@ -93,3 +93,44 @@ func BenchmarkReserveCompleteInFlight(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCredit: the state's share of a request sent on credit, with
+// ample quota, as the pacing layer does it: the key counts its credit out
+// after an answer (Credit); requests go on it without the state; when it
+// runs out, those are booked in one batch (Spent) and one request is
+// reserved and its answer read, which counts the credit again. Per
+// request, this is what BenchmarkReserveComplete costs, amortized.
+func BenchmarkCredit(b *testing.B) {
+	t0, req, obs := ampleQuota()
+	var cfg Config
+	m := NewMemoryStore(func() time.Time { return t0 })
+	now := t0
+	d := reserveAt(m, now, req, &cfg)
+	completeAt(m, now, d.Lease, Answer{Obs: obs}, &cfg)
+	var n int64
+	m.UpdateInPlaceAt(now, "k", func(s *State) error { n = s.Credit(now, req.Route); return nil })
+	if n == 0 {
+		b.Fatal("no credit with ample quota")
+	}
+	spans := make([]Span, 0, maxCredit)
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Microsecond)
+		if n > 0 {
+			n--
+			spans = append(spans, Span{Sent: now, Recv: now.Add(time.Microsecond)})
+			continue
+		}
+		m.UpdateInPlaceAt(now, "k", func(s *State) error {
+			s.Spent(req.Route, spans, &cfg)
+			d = s.Reserve(now, req, &cfg)
+			return nil
+		})
+		spans = spans[:0]
+		m.UpdateInPlaceAt(now, "k", func(s *State) error {
+			s.Complete(now, d.Lease, Answer{Obs: obs}, &cfg)
+			n = s.Credit(now, req.Route)
+			return nil
+		})
+	}
+}

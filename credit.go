@@ -1,0 +1,279 @@
+package headway
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/headway-go/headway/pace"
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// The hot path. A request whose quota is ample does not need the model:
+// pace.State.Credit counts out, after each decision or answer the model
+// takes in, how many requests the newest answers leave room for whatever
+// the server runs. Such a request takes one unit of that credit under its
+// key's small lock, goes, and is booked when its answer (a status under
+// 400, headers unread) comes back: in a batch, at the next time the key's
+// state is updated, which is also when the credit is counted again. Its
+// headers are not parsed and the state is not touched per request: that
+// is what makes a request with ample quota cost little more than the
+// transport below.
+//
+// Anything else (a status of 400 or more, a transport error, a request
+// given back) takes the slow path: its lease is lent in the state and
+// completed or cancelled as any other. Credit is only for the pacer's own
+// in-process store (a shared store's fleet must see every request), for
+// routes whose bucket an answer named, and for requests that no declared
+// quota, cost or in-flight cap of the caller's governs and that no one
+// waits in line before; and it lapses when an answer comes creditTTL after
+// it was counted, so that an answer is read at least that often while
+// requests go.
+//
+// The clock is read when such a request goes and when its answer comes:
+// the state weighs it as any other, at the middle of its round trip, and
+// an answer read later is ordered against it by when it went (an estimate
+// of that read answers out of order as news of a returned quota).
+
+// creditTTL is how long after it was counted a credit lapses: the oldest
+// an unread answer may make the newest one read.
+const creditTTL = 250 * time.Millisecond
+
+// fastBook is one key's credit and the requests sent on it.
+type fastBook struct {
+	mu      sync.Mutex
+	buckets map[string]*credit     // by server-named bucket
+	routes  map[string]routeCredit // by route ("GET /path")
+	last    routeCredit            // the route taken last, and its credit
+	recs    []fastRec              // sent on credit since the last booking
+	base    uint64                 // the number of recs[0] (numbers start at 1)
+	lent    map[uint64]pace.Lease  // sent on credit, in flight when booked
+	spans   []pace.Span            // scratch for book
+}
+
+// credit is what one bucket may still spend without asking the state.
+type credit struct {
+	n     int64
+	at    time.Time // when it was counted
+	route string    // a route counted in the bucket, to count it again
+}
+
+// routeCredit is a route's name, interned, and its bucket's credit.
+type routeCredit struct {
+	name string
+	c    *credit
+}
+
+// fastRec is a request sent on credit.
+type fastRec struct {
+	route  string
+	c      *credit // the credit it was taken from
+	sent   time.Time
+	recv   time.Time
+	done   bool // answered, admitted (under 400)
+	booked bool // told to the key's state
+}
+
+// maxCreditRoutes bounds fastBook.routes and fastBook.buckets.
+const maxCreditRoutes = 256
+
+// take spends a unit of the credit of route name, returning the request's
+// number (0: none left, or kw was swept).
+func (f *fastBook) take(name []byte, now time.Time, dead func() bool) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rc := f.last
+	if rc.name != string(name) || rc.c == nil {
+		var ok bool
+		if rc, ok = f.routes[string(name)]; !ok {
+			return 0
+		}
+		f.last = rc
+	}
+	if rc.c.n <= 0 || dead() {
+		return 0
+	}
+	rc.c.n--
+	f.recs = append(f.recs, fastRec{route: rc.name, c: rc.c, sent: now})
+	if f.base == 0 {
+		f.base = 1
+	}
+	return f.base + uint64(len(f.recs)) - 1
+}
+
+// answered records that request n sent on credit came back admitted at
+// now, and reports whether it was still unbooked (false: it was lent a
+// lease meanwhile, which the caller must complete).
+func (f *fastBook) answered(n uint64, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n < f.base {
+		return false
+	}
+	r := &f.recs[n-f.base]
+	r.recv, r.done = now, true
+	if now.Sub(r.c.at) > creditTTL {
+		r.c.n = 0 // lapsed: the next request reads its answer
+	}
+	return true
+}
+
+// book enters the requests sent on credit in s, the key's state, under
+// the store's lock: the answered ones as spent, the others as leases lent
+// (kept in f.lent for their answer or cancellation).
+func (f *fastBook) book(s *pace.State, now time.Time, cfg *pace.Config) {
+	f.bookUpTo(s, now, time.Time{}, cfg)
+}
+
+// bookUpTo is book, but when upTo is not zero it books only the requests
+// answered by upTo, and lends nothing: those answered before a request
+// was sent were counted before it, and go in before its answer; the
+// others may have been counted after it, and go in after it (see
+// pace.State.Spent).
+func (f *fastBook) bookUpTo(s *pace.State, now, upTo time.Time, cfg *pace.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.recs) == 0 {
+		return
+	}
+	all := upTo.IsZero()
+	route := ""
+	spans := f.spans[:0]
+	flush := func() {
+		s.Spent(route, spans, cfg)
+		spans = spans[:0]
+	}
+	for i := range f.recs {
+		r := &f.recs[i]
+		if r.booked || !all && (!r.done || r.recv.After(upTo)) {
+			continue
+		}
+		if r.route != route {
+			flush()
+			route = r.route
+		}
+		r.booked = true
+		if r.done {
+			spans = append(spans, pace.Span{Sent: r.sent, Recv: r.recv})
+			continue
+		}
+		if f.lent == nil {
+			f.lent = map[uint64]pace.Lease{}
+		}
+		f.lent[f.base+uint64(i)] = s.Lend(r.sent, r.route, cfg)
+	}
+	flush()
+	f.spans = spans[:0]
+	// Forget the booked ones in front: the others keep their numbers.
+	n := 0
+	for n < len(f.recs) && f.recs[n].booked {
+		n++
+	}
+	if n == len(f.recs) {
+		clear(f.recs)
+		f.recs = f.recs[:0]
+	} else if n > len(f.recs)/2 {
+		copy(f.recs, f.recs[n:])
+		clear(f.recs[len(f.recs)-n:])
+		f.recs = f.recs[:len(f.recs)-n]
+	} else {
+		n = 0
+	}
+	f.base += uint64(n)
+}
+
+// lentFor takes the lease lent to request n; book has run since it was
+// sent.
+func (f *fastBook) lentFor(n uint64) (pace.Lease, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.lent[n]
+	delete(f.lent, n)
+	return l, ok
+}
+
+// count counts again, under the store's lock and after book, what every
+// bucket may spend: s has just decided or learnt. route, when not empty,
+// was just counted in bucket ("" is the key's own).
+func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if route != "" {
+		if rc, ok := f.routes[route]; !ok || rc.c.route == "" || rc.c != f.buckets[bucket] {
+			c := f.buckets[bucket]
+			if c == nil {
+				if len(f.buckets) >= maxCreditRoutes {
+					clear(f.buckets)
+					clear(f.routes)
+					f.last = routeCredit{}
+				}
+				if f.buckets == nil {
+					f.buckets = map[string]*credit{}
+				}
+				c = &credit{route: route}
+				f.buckets[bucket] = c
+			}
+			if len(f.routes) >= maxCreditRoutes {
+				clear(f.routes)
+				f.last = routeCredit{}
+			}
+			if f.routes == nil {
+				f.routes = map[string]routeCredit{}
+			}
+			f.routes[route] = routeCredit{name: route, c: c}
+		}
+	}
+	for _, c := range f.buckets {
+		c.n, c.at = s.Credit(now, c.route), now
+	}
+}
+
+// idle reports whether f holds nothing the state has not been told: its
+// key may be swept. f.mu is held.
+func (f *fastBook) idle() bool {
+	return len(f.recs) == 0 && len(f.lent) == 0
+}
+
+// holdFast sends req on its key's credit when it may (see above): it
+// returns the request's lease, or false for the slow path.
+func (p *pacer) holdFast(req *http.Request, key string, now time.Time) (lease, bool) {
+	kw := p.keyWaiters(key)
+	if kw.queued.Load() != 0 {
+		return lease{}, false // in line behind others: wait with them
+	}
+	var buf [128]byte
+	name := append(append(append(buf[:0], req.Method...), ' '), req.URL.Path...)
+	n := kw.fast.take(name, now, kw.dead.Load)
+	if n == 0 {
+		return lease{}, false
+	}
+	return lease{key: key, kw: kw, fast: n, ok: true}, true
+}
+
+// observeFast sends req, which goes on credit under l, and books its
+// answer: in the key's fastBook when admitted, through the state
+// otherwise.
+func (p *pacer) observeFast(req *http.Request, l lease) (*http.Response, ratelimit.Observation, error) {
+	resp, err := roundTrip(p.next, req)
+	now := p.c.clock.Now()
+	if err == nil && resp.StatusCode < 400 && l.kw.fast.answered(l.fast, now) {
+		return resp, ratelimit.Observation{}, nil
+	}
+	var a pace.Answer
+	if err == nil {
+		a = p.answer(resp, now)
+	}
+	p.complete(l, req, now, a)
+	if err != nil {
+		return nil, ratelimit.Observation{}, err
+	}
+	return resp, a.Obs, nil
+}
+
+// lent books l's key's requests sent on credit in s and returns the lease
+// lent to l, which went on credit; false when there is none (a state that
+// expired while it was in flight).
+func (l lease) lent(s *pace.State, now time.Time, cfg *pace.Config) (pace.Lease, bool) {
+	l.kw.fast.book(s, now, cfg)
+	return l.kw.fast.lentFor(l.fast)
+}

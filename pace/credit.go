@@ -1,0 +1,207 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// Credit is how a caller keeps the requests that have ample quota off the
+// model: the requests the newest answers leave room for are counted out
+// in advance, sent without a lease, and booked later, in a batch, without
+// their headers read.
+//
+// The room is the one Reserve grants without asking any candidate: what
+// the newest answer of every quota a route is counted in left, less the
+// units counted since and those in flight. Every candidate that explains
+// that answer admits those requests, so an answer of theirs that comes
+// back admitted (a status under 400) carries no evidence the model needs
+// request by request; only half of the room is lent, so that spending by
+// others that the unread answers would have shown cannot take the rest.
+
+// Credit returns how many more requests on route, each costing one request
+// and counted in no declared quota, may be sent from now without a
+// Reserve: half of the room the newest answers of the route's bucket
+// leave (see above), 0 when each answer still matters: the key has not
+// answered, the route's bucket is unknown, has a quota that no answer
+// described yet, is paused, or waits for a request that goes first, or the
+// server, which sends no rate-limit headers, has refused a request.
+//
+// The requests sent on credit must be booked before the State decides
+// again: with Spent once answered (admitted, under 400), or with Lend
+// while in flight.
+func (s *State) Credit(now time.Time, route string) int64 {
+	k := &s.k
+	if !k.answered {
+		return 0
+	}
+	if len(k.policies) == 0 {
+		// A server that says nothing: until it refuses, nothing is held
+		// back, and an admission only joins the arrivals kept for the
+		// first refusal to weigh.
+		if b := k.findBucket(""); k.silent.on || k.silent.slow > 0 || b != nil && (unixNano(now) < b.pause || b.firstAfter != 0) {
+			return 0
+		}
+		return maxCredit
+	}
+	bname, known := k.bucketOf(routeHash(route))
+	if !known {
+		return 0
+	}
+	if b := k.findBucket(bname); b != nil && (unixNano(now) < b.pause || b.firstAfter != 0) {
+		return 0
+	}
+	n := int64(maxCredit)
+	counted := false
+	arrive := unixNano(now) + k.lead()
+	for i := range k.policies {
+		p := &k.policies[i]
+		if p.bucket != bname {
+			continue
+		}
+		if !p.seen {
+			return 0
+		}
+		inflight := k.inflight(p)
+		room := p.obsRem - p.since - inflight
+		if pl := p.plausible(); pl != 0 {
+			// What every candidate in the running admits (Reserve's
+			// test), when it is more: units only return as time passes.
+			least := math.Inf(1)
+			for c := range nCand {
+				if pl&(1<<c) != 0 {
+					least = min(least, p.avail(candidate(c), arrive, inflight, cautious))
+				}
+			}
+			if !math.IsInf(least, 1) {
+				room = max(room, int64(least))
+			}
+		}
+		if room < 2 {
+			return 0
+		}
+		if costIn(nil, p.unit) > 0 {
+			n = min(n, room/2)
+			counted = true
+		}
+	}
+	if !counted {
+		return 0
+	}
+	return n
+}
+
+// maxCredit bounds a credit: a caller reads an answer at least once per
+// maxCredit requests.
+const maxCredit = 256
+
+// A Span is a request sent on credit: when it was sent (zero: not known),
+// and when its answer came back.
+type Span struct {
+	Sent, Recv time.Time
+}
+
+// Spent books requests on route that were sent on credit (see Credit) and
+// admitted, with a status under 400, whose answers' headers were not read:
+// each counts as one request, in every quota of the route's bucket, at
+// the middle of its span (half the key's round trip before its answer when
+// when it was sent is not known), but no earlier than the newest answer
+// read was counted, unless it was answered before then (what it left
+// cannot tell its order from that answer's: counted after, it is not taken
+// to be in what that answer said was left); those counted within spentMerge of each other
+// are booked as one entry at the latest of their instants (so that none
+// is taken to return sooner than it does), which keeps booking a burst
+// from filling the ledgers one entry per request.
+func (s *State) Spent(route string, spans []Span, cfg *Config) {
+	k := &s.k
+	if len(spans) == 0 {
+		return
+	}
+	bname, known := k.bucketOf(routeHash(route))
+	if !known {
+		bname = k.defaultBucket()
+	}
+	var first, last, lastRecv, n, latest int64
+	flush := func() {
+		switch {
+		case n == 0:
+		case len(k.policies) == 0 && !k.silent.on:
+			k.silent.own.addUpTo(last, n, 1, maxSilentLedger)
+		default:
+			k.spent(bname, last, lastRecv, n)
+		}
+	}
+	for _, sp := range spans {
+		recv := unixNano(sp.Recv)
+		at := recv - k.rtt/2
+		if !sp.Sent.IsZero() {
+			sent := unixNano(sp.Sent)
+			k.observeRTT(recv - sent)
+			at = k.arrival(sent, recv)
+		}
+		latest = max(latest, at)
+		if n > 0 && at-first <= spentMerge && first-at <= spentMerge {
+			first, last, lastRecv = min(first, at), max(last, at), max(lastRecv, recv)
+			n++
+			continue
+		}
+		flush()
+		first, last, lastRecv, n = at, at, recv, 1
+	}
+	flush()
+	a := answer{at: latest, k: k}
+	for i := range k.policies {
+		if p := &k.policies[i]; p.bucket == bname && p.seen {
+			// Everything spent by latest was taken from the bucket.
+			p.bucketRateFrom(&a, 0, p.limit)
+		}
+	}
+	s.touch(unixNano(spans[len(spans)-1].Recv), cfg)
+}
+
+// spentMerge is how close the instants of requests booked by Spent must
+// be for them to share an entry: within the least order slack (see
+// orderSlack), so that no candidate can tell.
+const spentMerge = int64(time.Millisecond)
+
+// spent books n requests admitted in bucket, counted at at at the latest
+// and answered at recv at the latest (see Spent).
+func (k *keyState) spent(bname string, at, recv, n int64) {
+	for i := range k.policies {
+		p := &k.policies[i]
+		if p.bucket != bname {
+			continue
+		}
+		cost := costIn(nil, p.unit) * n
+		if cost <= 0 {
+			continue
+		}
+		at := at
+		if p.seen && at <= p.obsAt && recv > p.obsAt {
+			at = p.obsAt + 1
+		}
+		if p.seen && at > p.obsAt {
+			p.since += cost
+		}
+		p.own.add(at, cost, p.quantum())
+		p.ownCum += cost
+		p.lastAdmit = max(p.lastAdmit, at)
+		p.probeTokens = min(p.probeTokens+float64(n)*probeShare, probeBurst)
+		if p.seen {
+			p.bLevel = max(p.bucketLevel(at, p.rate(cautious))-float64(cost), 0)
+			p.bAt = max(p.bAt, at)
+		}
+	}
+}
+
+// Lend records a lease for a request on route that was sent on credit at
+// sent and is still in flight, so that the decisions count it: Complete or
+// Cancel it as any other.
+func (s *State) Lend(sent time.Time, route string, cfg *Config) Lease {
+	k := &s.k
+	h := routeHash(route)
+	bname, known := k.bucketOf(h)
+	if !known {
+		bname = k.defaultBucket()
+	}
+	return Lease{l: k.grant(unixNano(sent), Request{Route: route}, h, bname, false, cfg)}
+}

@@ -1,0 +1,89 @@
+package pace
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/ratelimit"
+)
+
+// ietfAnswer is a 200 whose IETF headers say left of limit per minute.
+func ietfAnswer(left, limit int, at time.Time) Answer {
+	h := http.Header{
+		"Ratelimit-Policy": {`"default";q=` + strconv.Itoa(limit) + `;w=60`},
+		"Ratelimit":        {`"default";r=` + strconv.Itoa(left) + `;t=30`},
+	}
+	return Answer{Obs: ratelimit.ParseHeaders(h, http.StatusOK, at)}
+}
+
+// TestCredit: what a key lends, and what booking the requests sent on it
+// does to the state.
+func TestCredit(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	req := Request{Route: "GET /items"}
+	var cfg Config
+	var s State
+
+	require.Zero(t, s.Credit(t0, req.Route), "nothing answered yet")
+	d := s.Reserve(t0, req, &cfg)
+	require.True(t, d.OK)
+	require.Zero(t, s.Credit(t0, req.Route), "in flight, not answered")
+	s.Complete(ms(10), d.Lease, ietfAnswer(100, 101, ms(10)), &cfg)
+	require.Zero(t, s.Credit(ms(10), "GET /other"), "a route no answer placed in a bucket")
+	require.EqualValues(t, 50, s.Credit(ms(10), req.Route), "half of what the answer left")
+
+	// Ten sent on credit and answered: booked, they leave less.
+	spans := make([]Span, 10)
+	for i := range spans {
+		spans[i] = Span{Sent: ms(20 + i), Recv: ms(30 + i)}
+	}
+	s.Spent(req.Route, spans, &cfg)
+	require.EqualValues(t, 45, s.Credit(ms(40), req.Route))
+	// One in flight, lent a lease: it counts until answered.
+	l := s.Lend(ms(41), req.Route, &cfg)
+	require.Equal(t, 1, s.InFlight())
+	require.EqualValues(t, 44, s.Credit(ms(42), req.Route))
+	s.Complete(ms(51), l, ietfAnswer(88, 101, ms(51)), &cfg)
+	require.Zero(t, s.InFlight())
+	require.EqualValues(t, 44, s.Credit(ms(52), req.Route), "what the newest answer left: 88")
+
+	// A quota near its end lends nothing; a 429 pauses the key, and
+	// nothing is lent until the pause is over and an answer read.
+	d = s.Reserve(ms(60), req, &cfg)
+	s.Complete(ms(70), d.Lease, ietfAnswer(1, 101, ms(70)), &cfg)
+	require.Zero(t, s.Credit(ms(70), req.Route))
+	d = s.Reserve(ms(80), req, &cfg)
+	h := http.Header{"Retry-After": {"2"}}
+	s.Complete(ms(90), d.Lease, Answer{Obs: ratelimit.ParseHeaders(h, http.StatusTooManyRequests, ms(90))}, &cfg)
+	require.Zero(t, s.Credit(ms(100), req.Route), "paused")
+	require.Zero(t, s.Credit(ms(3000), req.Route), "a request goes first after a pause")
+}
+
+// TestCreditSilent: a server that sends no rate-limit headers is lent as
+// much as a credit holds until it refuses a request; the requests booked
+// are the arrivals its first refusal weighs.
+func TestCreditSilent(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	req := Request{Route: "GET /items"}
+	var cfg Config
+	var s State
+	d := s.Reserve(t0, req, &cfg)
+	s.Complete(ms(10), d.Lease, Answer{Obs: ratelimit.Observation{Status: http.StatusOK}}, &cfg)
+	require.EqualValues(t, maxCredit, s.Credit(ms(10), req.Route))
+	spans := make([]Span, 30)
+	for i := range spans {
+		spans[i] = Span{Sent: ms(20 + 5*i), Recv: ms(30 + 5*i)}
+	}
+	s.Spent(req.Route, spans, &cfg)
+	require.EqualValues(t, 31, s.k.silent.own.total(), "every admission kept")
+	d = s.Reserve(ms(200), req, &cfg)
+	s.Complete(ms(210), d.Lease, Answer{Obs: ratelimit.Observation{Status: http.StatusTooManyRequests}}, &cfg)
+	require.True(t, s.k.silent.on)
+	require.Zero(t, s.Credit(ms(210), req.Route), "refused: each answer matters")
+}
