@@ -128,8 +128,9 @@ func (s staticTransport) RoundTrip(*http.Request) (*http.Response, error) { retu
 // BenchmarkStackOverhead measures the layers alone on the hot path (a
 // request with ample quota): no network; the responses have ordinary
 // headers and no rate-limit headers ("plain"), or IETF and X-RateLimit
-// headers that leave the quota ample ("ratelimit"), which the pacing layer
-// reads only when its credit runs out (credit.go).
+// headers of a quota ample at this rate ("ratelimit", as bench's
+// RateLimitHeader), which the pacing layer reads only when its credit runs
+// out (credit.go).
 func BenchmarkStackOverhead(b *testing.B) {
 	req, _ := http.NewRequest(http.MethodGet, "https://api.test/items", nil)
 	for _, hdr := range []struct {
@@ -139,8 +140,8 @@ func BenchmarkStackOverhead(b *testing.B) {
 		{"plain", http.Header{"Content-Type": {"application/json"}, "Date": {"Wed, 25 Nov 2026 21:32:42 GMT"}, "Server": {"x"}}},
 		{"ratelimit", http.Header{
 			"Content-Type": {"application/json"}, "Date": {"Wed, 25 Nov 2026 21:32:42 GMT"},
-			"Ratelimit-Policy": {`"default";q=1000;w=60`}, "Ratelimit": {`"default";r=999;t=30`},
-			"X-Ratelimit-Limit": {"1000"}, "X-Ratelimit-Remaining": {"999"}, "X-Ratelimit-Reset": {"30"},
+			"Ratelimit-Policy": {`"default";q=1000000000;w=60`}, "Ratelimit": {`"default";r=999999999;t=30`},
+			"X-Ratelimit-Limit": {"1000000000"}, "X-Ratelimit-Remaining": {"999999999"}, "X-Ratelimit-Reset": {"30"},
 		}},
 	} {
 		base := staticTransport{&http.Response{StatusCode: 200, Body: http.NoBody, Header: hdr.h}}

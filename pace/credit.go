@@ -21,7 +21,10 @@ import (
 // Credit returns how many more requests on route, each costing one request
 // and counted in no declared quota, may be sent from now without a
 // Reserve: half of the room the newest answers of the route's bucket
-// leave (see above), 0 when each answer still matters: the key has not
+// leave (see above), while the client spends at most a quarter of each of
+// its quotas in the quota's window; 0 when each answer still matters (a
+// client near a limit, whose answers tell where a window ends or how fast
+// a bucket fills), or the key has not
 // answered, the route's bucket is unknown, has a quota that no answer
 // described yet, is paused, or waits for a request that goes first, or the
 // server, which sends no rate-limit headers, has refused a request.
@@ -80,6 +83,18 @@ func (s *State) Credit(now time.Time, route string) int64 {
 			return 0
 		}
 		if costIn(nil, p.unit) > 0 {
+			// Ample: the client spends at most a quarter of the quota in
+			// its longest window. A client that uses more is near a
+			// limit, where the answers it would not read tell where a
+			// window ends or how fast a bucket fills.
+			w := max(p.said, p.period.hi)
+			if w <= 0 {
+				return 0
+			}
+			t := unixNano(now)
+			if 4*(p.own.sum(t-w, t)+inflight) > p.limit {
+				return 0
+			}
 			n = min(n, room/2)
 			counted = true
 		}
@@ -125,7 +140,9 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 		switch {
 		case n == 0:
 		case len(k.policies) == 0 && !k.silent.on:
-			k.silent.own.addUpTo(last, n, 1, maxSilentLedger)
+			// (Added one by one by the loop below: the first refusal
+			// weighs each arrival, and a merged one would be taken as
+			// certainly later than some of them were.)
 		default:
 			k.spent(bname, last, lastRecv, n)
 		}
@@ -139,6 +156,10 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 			at = k.arrival(sent, recv)
 		}
 		latest = max(latest, at)
+		if len(k.policies) == 0 && !k.silent.on {
+			k.silent.own.addUpTo(at, 1, 1, maxSilentLedger)
+			continue
+		}
 		if n > 0 && at-first <= spentMerge && first-at <= spentMerge {
 			first, last, lastRecv = min(first, at), max(last, at), max(lastRecv, recv)
 			n++

@@ -150,6 +150,27 @@
 // is completed, cancelled, or expires (Config.LeaseTTL), so that an
 // abandoned request cannot hold quota forever.
 //
+// # Credit: the hot path
+//
+// A request with ample quota needs none of this. Credit says how many more
+// requests on a route every explanation admits whatever happens next (half
+// of what the newest answers, or the candidates, leave; as many as a credit
+// holds on a server that sends no headers and has refused nothing), and a
+// caller sends that many without asking the State, reading none of their
+// answers but their statuses. It books them later, in a batch, under the
+// store's lock and before the State decides again: those answered (under
+// 400) with Spent, those still in flight with Lend, whose lease is then
+// completed or cancelled as any other. A credit is counted again at each
+// Reserve and Complete:
+//
+//	n := st.Credit(now, route) // after a Reserve or Complete
+//	// ... up to n requests go; each answer under 400 is kept as a Span:
+//	st.Spent(route, spans, cfg) // before the next Reserve or Complete
+//
+// headway's pacing layer spends a credit for the in-process store only (a
+// fleet on a shared store must see each request) and reads an answer at
+// least once per credit.
+//
 // # Stores
 //
 // The State of each key lives in a Store, which only has to load a key's
