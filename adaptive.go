@@ -414,11 +414,13 @@ func sleepUntilChanged(ctx context.Context, clk Clock, d time.Duration, changed 
 // observe sends req under its lease and returns the response with what its
 // headers said, after reporting both to the key's state.
 func (p *pacer) observe(req *http.Request, l lease) (*http.Response, ratelimit.Observation, error) {
-	if l.fast != 0 {
-		return p.observeFast(req, l)
-	}
 	resp, err := roundTrip(p.next, req)
 	now := p.c.clock.Now()
+	if l.fast != 0 && err == nil && resp.StatusCode < 400 && l.kw.fast.answered(l.fast, now) {
+		// Sent on credit and admitted: booked later, its headers unread
+		// (credit.go). Anything else goes through the lease lent to it.
+		return resp, ratelimit.Observation{}, nil
+	}
 	var a pace.Answer
 	if err == nil {
 		a = p.answer(resp, now)

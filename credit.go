@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/headway-go/headway/pace"
-	"github.com/headway-go/headway/ratelimit"
 )
 
 // The hot path. A request whose quota is ample does not need the model:
@@ -248,26 +247,6 @@ func (p *pacer) holdFast(req *http.Request, key string, now time.Time) (lease, b
 		return lease{}, false
 	}
 	return lease{key: key, kw: kw, fast: n, ok: true}, true
-}
-
-// observeFast sends req, which goes on credit under l, and books its
-// answer: in the key's fastBook when admitted, through the state
-// otherwise.
-func (p *pacer) observeFast(req *http.Request, l lease) (*http.Response, ratelimit.Observation, error) {
-	resp, err := roundTrip(p.next, req)
-	now := p.c.clock.Now()
-	if err == nil && resp.StatusCode < 400 && l.kw.fast.answered(l.fast, now) {
-		return resp, ratelimit.Observation{}, nil
-	}
-	var a pace.Answer
-	if err == nil {
-		a = p.answer(resp, now)
-	}
-	p.complete(l, req, now, a)
-	if err != nil {
-		return nil, ratelimit.Observation{}, err
-	}
-	return resp, a.Obs, nil
 }
 
 // lent books l's key's requests sent on credit in s and returns the lease
