@@ -28,8 +28,10 @@ type pacer struct {
 
 	waiters sync.Map     // key -> *keyWaiters
 	added   atomic.Int64 // keys added, for sweeping waiters
-	sweeper background
-	parser  ratelimit.Parser
+	// lastSweep is when the waiters were last swept (Unix nanoseconds).
+	lastSweep atomic.Int64
+	sweeper   background
+	parser    ratelimit.Parser
 	// storeRTT is how long a shared store's reserve took lately (ns, a
 	// moving average): reserving ahead is for stores slow enough to
 	// need it (shared.go).
@@ -123,6 +125,7 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	key := p.c.key(req)
 	clk := p.c.clock
 	start := clk.Now()
+	p.sweepWaitersDue(start)
 	preq := p.describe(req)
 	caps := p.capsOf(req)
 	if p.mem != nil && len(preq.Quotas) == 0 && preq.Cost == nil && len(caps) == 0 && p.c.onAttempt == nil && !p.c.noCredit {
@@ -471,7 +474,7 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 		// The in-process store does not block, and reads no context.
 		err = completeIn(m, l, now, a, &p.cfg)
 	} else {
-		err = p.completeIn(l, now, a)
+		err = p.completeShared(l, now, a)
 	}
 	if err != nil {
 		// The lease expires by itself (pace.Config.LeaseTTL).
@@ -514,9 +517,10 @@ func completeIn(m *pace.MemoryStore, l lease, now time.Time, a pace.Answer, cfg 
 	})
 }
 
-// completeIn reports the answer to a store that may block: the request's
-// own context may be done, and the report must still land.
-func (p *pacer) completeIn(l lease, now time.Time, a pace.Answer) error {
+// completeShared reports the answer to a store that may block (a shared
+// one): the request's own context may be done, and the report must still
+// land.
+func (p *pacer) completeShared(l lease, now time.Time, a pace.Answer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	return pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {

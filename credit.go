@@ -2,6 +2,7 @@ package headway
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,13 +42,13 @@ const creditTTL = 250 * time.Millisecond
 // fastBook is one key's credit and the requests sent on it.
 type fastBook struct {
 	mu      sync.Mutex
-	buckets map[string]*credit     // by server-named bucket
-	routes  map[string]routeCredit // by route ("GET /path")
-	last    routeCredit            // the route taken last, and its credit
-	recs    []fastRec              // sent on credit since the last booking
-	base    uint64                 // the number of recs[0] (numbers start at 1)
-	lent    map[uint64]pace.Lease  // sent on credit, in flight when booked
-	spans   []pace.Span            // scratch for book
+	buckets []bucketCredit        // by server-named bucket (few: a slice)
+	routes  []routeCredit         // by route ("GET /path")
+	last    routeCredit           // the route taken last, and its credit
+	recs    []fastRec             // sent on credit since the last booking
+	base    uint64                // the number of recs[0] (numbers start at 1)
+	lent    map[uint64]pace.Lease // sent on credit, in flight when booked
+	spans   []pace.Span           // scratch for book
 }
 
 // credit is what one bucket may still spend without asking the state.
@@ -55,6 +56,12 @@ type credit struct {
 	n     int64
 	at    time.Time // when it was counted
 	route string    // a route counted in the bucket, to count it again
+}
+
+// bucketCredit is a server-named bucket and its credit.
+type bucketCredit struct {
+	name string
+	c    *credit
 }
 
 // routeCredit is a route's name, interned, and its bucket's credit.
@@ -73,8 +80,30 @@ type fastRec struct {
 	booked bool // told to the key's state
 }
 
-// maxCreditRoutes bounds fastBook.routes and fastBook.buckets.
-const maxCreditRoutes = 256
+// maxCreditRoutes bounds fastBook.routes and fastBook.buckets: a key whose
+// requests go to more routes than that starts them again (a route whose
+// path holds an identifier is seen once, and goes on no credit).
+const maxCreditRoutes = 32
+
+// route returns route name's entry; f.mu is held.
+func (f *fastBook) route(name []byte) (routeCredit, bool) {
+	for _, rc := range f.routes {
+		if rc.name == string(name) {
+			return rc, true
+		}
+	}
+	return routeCredit{}, false
+}
+
+// bucket returns bucket name's credit, nil when it has none; f.mu is held.
+func (f *fastBook) bucket(name string) *credit {
+	for _, bc := range f.buckets {
+		if bc.name == name {
+			return bc.c
+		}
+	}
+	return nil
+}
 
 // take spends a unit of the credit of route name, returning the request's
 // number (0: none left, or kw was swept).
@@ -84,7 +113,7 @@ func (f *fastBook) take(name []byte, now time.Time, dead func() bool) uint64 {
 	rc := f.last
 	if rc.name != string(name) || rc.c == nil {
 		var ok bool
-		if rc, ok = f.routes[string(name)]; !ok {
+		if rc, ok = f.route(name); !ok {
 			return 0
 		}
 		f.last = rc
@@ -198,32 +227,25 @@ func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if route != "" {
-		if rc, ok := f.routes[route]; !ok || rc.c.route == "" || rc.c != f.buckets[bucket] {
-			c := f.buckets[bucket]
-			if c == nil {
-				if len(f.buckets) >= maxCreditRoutes {
-					clear(f.buckets)
-					clear(f.routes)
-					f.last = routeCredit{}
-				}
-				if f.buckets == nil {
-					f.buckets = map[string]*credit{}
-				}
+		c := f.bucket(bucket)
+		if rc, ok := f.route([]byte(route)); !ok || rc.c != c {
+			if len(f.routes) >= maxCreditRoutes || c == nil && len(f.buckets) >= maxCreditRoutes {
+				f.buckets, f.routes, f.last = nil, nil, routeCredit{}
+			}
+			if c = f.bucket(bucket); c == nil {
 				c = &credit{route: route}
-				f.buckets[bucket] = c
+				f.buckets = append(f.buckets, bucketCredit{name: bucket, c: c})
 			}
-			if len(f.routes) >= maxCreditRoutes {
-				clear(f.routes)
-				f.last = routeCredit{}
+			if i := slices.IndexFunc(f.routes, func(rc routeCredit) bool { return rc.name == route }); i >= 0 {
+				f.routes[i].c = c
+			} else {
+				f.routes = append(f.routes, routeCredit{name: route, c: c})
 			}
-			if f.routes == nil {
-				f.routes = map[string]routeCredit{}
-			}
-			f.routes[route] = routeCredit{name: route, c: c}
+			f.last = routeCredit{}
 		}
 	}
-	for _, c := range f.buckets {
-		c.n, c.at = s.Credit(now, c.route), now
+	for _, bc := range f.buckets {
+		bc.c.n, bc.c.at = s.Credit(now, bc.c.route), now
 	}
 }
 

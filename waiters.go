@@ -124,6 +124,30 @@ func (p *pacer) sweepWaiters() {
 	if p.added.Add(1)%sweepEvery != 0 {
 		return
 	}
+	p.sweepWaitersNow()
+}
+
+// sweepWaitersDue sweeps the waiters when a sweepInterval has passed since
+// the last sweep, new keys or not, so that an idle client's keys go too.
+// It costs one atomic load when none is due.
+func (p *pacer) sweepWaitersDue(now time.Time) {
+	last := p.lastSweep.Load()
+	t := now.UnixNano()
+	switch {
+	case last == 0:
+		p.lastSweep.CompareAndSwap(0, t)
+	case t-last >= int64(sweepInterval) && p.lastSweep.CompareAndSwap(last, t):
+		p.sweepWaitersNow()
+	}
+}
+
+// sweepInterval is the most time between two sweeps of the waiters while
+// requests come.
+const sweepInterval = time.Minute
+
+// sweepWaitersNow forgets, in the background, the keys nobody waited on
+// since the previous sweep.
+func (p *pacer) sweepWaitersNow() {
 	p.sweeper.run(func() {
 		p.waiters.Range(func(k, v any) bool {
 			kw := v.(*keyWaiters)

@@ -136,11 +136,11 @@ type memEntry struct {
 	// content is then encoded in frozen, and its Version and Expires are
 	// ver and exp.
 	state  *State
-	frozen []byte
+	frozen []byte // the encoding, its runs of zeros packed (packZeros)
 	ver    uint64
-	exp    time.Time
-	used   bool // read or written since the last sweep
-	dead   bool // swept: a writer that still holds it must start again
+	exp    int64 // Unix nanoseconds; 0: none
+	used   bool  // read or written since the last sweep
+	dead   bool  // swept: a writer that still holds it must start again
 }
 
 // version and expires are the state's, frozen or not; e.mu is held.
@@ -153,7 +153,10 @@ func (e *memEntry) version() uint64 {
 
 func (e *memEntry) expires() time.Time {
 	if e.state == nil {
-		return e.exp
+		if e.exp == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, e.exp)
 	}
 	return e.state.Expires
 }
@@ -166,15 +169,17 @@ func (e *memEntry) thaw() {
 		return
 	}
 	s := new(State)
-	if s.UnmarshalBinary(e.frozen) != nil {
+	if s.UnmarshalBinary(unpackZeros(e.frozen)) != nil {
 		*s = State{} // cannot happen with what freeze wrote; a fresh state is safe
 	}
-	s.Version, s.Expires = e.ver, e.exp
+	s.Version, s.Expires = e.ver, e.expires()
 	e.state, e.frozen = s, nil
 }
 
-// freeze keeps e's state encoded: an idle key costs its encoding (a few
-// hundred bytes) rather than a State (two kilobytes and more); e.mu is held.
+// freeze keeps e's state encoded: an idle key costs its encoding, whose
+// runs of zeros are packed (most of a few hundred bytes: the fields of
+// what the key never saw), rather than a State (two kilobytes and more);
+// e.mu is held.
 func (e *memEntry) freeze() {
 	if e.state == nil {
 		return
@@ -183,7 +188,47 @@ func (e *memEntry) freeze() {
 	if err != nil {
 		return
 	}
-	e.frozen, e.ver, e.exp, e.state = b, e.state.Version, e.state.Expires, nil
+	e.exp = 0
+	if exp := e.state.Expires; !exp.IsZero() {
+		e.exp = exp.UnixNano()
+	}
+	e.frozen, e.ver, e.state = packZeros(b), e.state.Version, nil
+}
+
+// packZeros returns b with each run of zeros written as a zero and the
+// run's length (1 to 255), in a slice of its own size.
+func packZeros(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if b[i] != 0 {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		n := 0
+		for i < len(b) && b[i] == 0 && n < 255 {
+			n++
+			i++
+		}
+		out = append(out, 0, byte(n))
+	}
+	return append(make([]byte, 0, len(out)), out...)
+}
+
+// unpackZeros undoes packZeros (a run cut short reads as its zeros so far).
+func unpackZeros(p []byte) []byte {
+	out := make([]byte, 0, 2*len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] != 0 {
+			out = append(out, p[i])
+			continue
+		}
+		if i+1 < len(p) {
+			i++
+			out = append(out, make([]byte, p[i])...)
+		}
+	}
+	return out
 }
 
 // NewMemoryStore returns an empty in-process store. now is the clock that
