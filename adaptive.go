@@ -379,12 +379,12 @@ func why(d pace.Decision) string {
 
 // waiting reports a wait to the hook and the logger.
 func (p *pacer) waiting(req *http.Request, key string, wait time.Duration, d pace.Decision) {
-	p.report(req, key, wait, !d.Definite, why(d))
+	p.report(req, key, wait, d.Definite, why(d))
 }
 
 // report reports a wait of req for reason to the hook and the logger.
-func (p *pacer) report(req *http.Request, key string, wait time.Duration, bounded bool, reason string) {
-	ev := WaitEvent{Request: req, Key: key, Wait: wait, Bounded: bounded, Reason: reason}
+func (p *pacer) report(req *http.Request, key string, wait time.Duration, definite bool, reason string) {
+	ev := WaitEvent{Request: req, Key: key, Wait: wait, Definite: definite, Reason: reason}
 	if p.c.onWait != nil {
 		p.c.onWait(ev)
 	}

@@ -69,11 +69,12 @@ type WaitEvent struct {
 	Request *http.Request
 	// Key is the request's pacing key (see WithKey).
 	Key string
-	// Wait is how long the request is expected to wait. When Bounded, it
-	// waits for an answer to a request in flight and Wait is only the
-	// longest it may take.
-	Wait    time.Duration
-	Bounded bool
+	// Wait is how long the request is expected to wait. When Definite,
+	// it cannot go sooner (a pause, a window, a rate, as
+	// pace.Decision.Definite); otherwise it waits for an answer to a
+	// request in flight and Wait is only the longest it may take.
+	Wait     time.Duration
+	Definite bool
 	// Reason says why, in a few words: the pause the server asked for, the
 	// quota that ran out and when it resets, the rate being kept.
 	Reason string

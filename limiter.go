@@ -82,7 +82,7 @@ func (p *pacer) limit(req *http.Request, key string, now time.Time) error {
 	if dl, ok := ctx.Deadline(); ok && !now.Add(wait).Before(dl) {
 		return refuse(ReasonDeadline, max(dl.Sub(now), 0))
 	}
-	p.report(req, key, wait, false, "WithLimiter's rate.Limiter")
+	p.report(req, key, wait, true, "WithLimiter's rate.Limiter")
 	if err := p.c.clock.Sleep(ctx, wait); err != nil || ctx.Err() != nil {
 		at := p.c.clock.Now()
 		giveBack(at)

@@ -268,10 +268,10 @@ func (r *runner) onWait(ev headway.WaitEvent) {
 	if id, ok := ev.Request.Context().Value(requestIDKey{}).(int); ok && r.o.n > 1 {
 		fmt.Fprintf(&b, "request %d: ", id)
 	}
-	if ev.Bounded {
-		fmt.Fprintf(&b, "holding back up to %v: %s", ev.Wait.Round(time.Microsecond), ev.Reason)
-	} else {
+	if ev.Definite {
 		fmt.Fprintf(&b, "holding back %v: %s", ev.Wait.Round(time.Microsecond), ev.Reason)
+	} else {
+		fmt.Fprintf(&b, "holding back up to %v: %s", ev.Wait.Round(time.Microsecond), ev.Reason)
 	}
 	r.con.printf("%s", b.String())
 }

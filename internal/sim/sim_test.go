@@ -122,7 +122,7 @@ func TestTrace(t *testing.T) {
 			fmt.Printf("%8.3fs %d %s\n", at.Seconds(), status, strings.Join(hs, " | "))
 		}
 		s.Options2 = append(s.Options2, headway.WithOnWait(func(e headway.WaitEvent) {
-			fmt.Printf("          wait %v bounded=%v %s\n", e.Wait, e.Bounded, e.Reason)
+			fmt.Printf("          wait %v definite=%v %s\n", e.Wait, e.Definite, e.Reason)
 		}))
 		r := runIn(t, s)
 		fmt.Println(r)
