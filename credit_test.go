@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/internal/sim"
 	"github.com/headway-go/headway/ratelimittest"
 )
 
@@ -26,7 +27,7 @@ func creditAPI(t *testing.T, limit int, window time.Duration, next http.Handler,
 		ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: limit, Window: window}),
 		ratelimittest.WithDialect(ratelimittest.IETF), ratelimittest.WithDialect(ratelimittest.XRateLimit))
 	require.NoError(t, err)
-	rt := headway.NewTransport(memAPI{h: h, rtt: 2 * time.Millisecond},
+	rt := headway.NewTransport(sim.Transport{Handler: h, RTT: 2 * time.Millisecond},
 		append([]headway.Option{headway.WithMaxWait(time.Minute)}, opts...)...)
 	return h, rt
 }

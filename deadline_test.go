@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/internal/sim"
 	rlt "github.com/headway-go/headway/ratelimittest"
 )
 
@@ -28,7 +29,7 @@ func TestUnservableFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Limit: 50, Window: time.Second}))
 		require.NoError(t, err)
-		client := &http.Client{Transport: headway.NewTransport(memAPI{h: h, rtt: 20 * time.Millisecond}, headway.WithMaxWait(2*time.Minute))}
+		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: h, RTT: 20 * time.Millisecond}, headway.WithMaxWait(2*time.Minute))}
 		const n = 10000
 		type outcome struct {
 			took time.Duration

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/internal/sim"
 )
 
 // concurrencyAPI allows at most limit requests at once, and refuses the
@@ -50,7 +51,7 @@ func (a *concurrencyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestWithMaxInFlight(t *testing.T) {
 	run := func(t *testing.T, opts ...headway.Option) (*concurrencyAPI, time.Duration, int64) {
 		api := &concurrencyAPI{limit: 4, hold: 100 * time.Millisecond}
-		client := &http.Client{Transport: headway.NewTransport(memAPI{h: api, rtt: 2 * time.Millisecond},
+		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: api, RTT: 2 * time.Millisecond},
 			append([]headway.Option{headway.WithMaxWait(time.Minute)}, opts...)...)}
 		var wg sync.WaitGroup
 		var failed atomic.Int64

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/internal/sim"
 )
 
 // TestOverloadThrottle: 16 workers each ask for a GET every 20 ms (800 a
@@ -40,7 +41,7 @@ func TestOverloadThrottle(t *testing.T) {
 			}
 			s.accepted++
 		})
-		client := &http.Client{Transport: headway.NewTransport(memAPI{h: api, rtt: 10 * time.Millisecond}, opts...)}
+		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: api, RTT: 10 * time.Millisecond}, opts...)}
 		var wg sync.WaitGroup
 		for range 16 {
 			wg.Go(func() {

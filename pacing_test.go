@@ -9,9 +9,7 @@ package headway_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,27 +91,6 @@ func TestTenThousandGoroutinesOnOneKey(t *testing.T) {
 	require.LessOrEqual(t, r.ThrottledShare(), 0.01, "%v", r)
 }
 
-// memAPI is an in-memory transport to one ratelimittest handler, taking a
-// round trip of rtt.
-type memAPI struct {
-	h   http.Handler
-	rtt time.Duration
-}
-
-func (m memAPI) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		io.Copy(io.Discard, req.Body)
-		req.Body.Close()
-	}
-	time.Sleep(m.rtt / 2)
-	rec := httptest.NewRecorder()
-	m.h.ServeHTTP(rec, req)
-	time.Sleep(m.rtt / 2)
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
-
 // TestDeclaredQuotas: WithQuota enforces limits known from an API's
 // documentation before any header arrives (the server here sends none), per
 // route pattern: 10 per minute on POST /games, 120 per minute on GET
@@ -127,7 +104,7 @@ func TestDeclaredQuotas(t *testing.T) {
 			sent[r.Method+" "+r.URL.Path[:min(len(r.URL.Path), 7)]] = append(sent[r.Method+" "+r.URL.Path[:min(len(r.URL.Path), 7)]], time.Now())
 			mu.Unlock()
 		})
-		client := &http.Client{Transport: headway.NewTransport(memAPI{h: api, rtt: 10 * time.Millisecond},
+		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: api, RTT: 10 * time.Millisecond},
 			headway.WithQuota("POST api.test/games", 10, time.Minute),
 			headway.WithQuota("GET api.test/games/{id}", 120, time.Minute, 20),
 			headway.WithMaxWait(5*time.Minute))}
@@ -190,7 +167,7 @@ func TestRequestCosts(t *testing.T) {
 			rlt.WithPolicy(rlt.Policy{Limit: 1000, Window: time.Minute}),
 			rlt.WithPolicy(rlt.Policy{Limit: 10000, Window: time.Minute, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 0)}))
 		require.NoError(t, err)
-		client := &http.Client{Transport: headway.NewTransport(memAPI{h: h, rtt: 20 * time.Millisecond}, headway.WithMaxWait(2*time.Minute))}
+		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: h, RTT: 20 * time.Millisecond}, headway.WithMaxWait(2*time.Minute))}
 		var wg sync.WaitGroup
 		var failed atomic.Int32
 		for range 8 {
@@ -229,7 +206,7 @@ func TestWaitsAreReported(t *testing.T) {
 		require.NoError(t, err)
 		var mu sync.Mutex
 		var events []headway.WaitEvent
-		client := &http.Client{Transport: headway.NewTransport(memAPI{h: h, rtt: 10 * time.Millisecond},
+		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: h, RTT: 10 * time.Millisecond},
 			headway.WithMaxWait(10*time.Second),
 			headway.WithOnWait(func(e headway.WaitEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }))}
 		for range 2 {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
+	"github.com/headway-go/headway/internal/sim"
 	rlt "github.com/headway-go/headway/ratelimittest"
 )
 
@@ -41,7 +42,7 @@ func TestPriorityJumpsTheLine(t *testing.T) {
 					refused.Add(1)
 				}
 			})
-			client := &http.Client{Transport: headway.NewTransport(memAPI{h: api, rtt: 10 * time.Millisecond},
+			client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: api, RTT: 10 * time.Millisecond},
 				headway.WithMaxWait(time.Minute))}
 			get := func(ctx context.Context, path string) error {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test"+path, nil)
