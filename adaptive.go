@@ -121,18 +121,15 @@ func (p *pacer) capsOf(req *http.Request) []int {
 // cannot fit in max wait or before the context's deadline, the context's
 // error when it ends first.
 func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
-	ctx := req.Context()
 	key := p.c.key(req)
-	clk := p.c.clock
-	start := clk.Now()
-	p.sweepWaitersDue(start)
 	preq := p.describe(req)
 	caps := p.capsOf(req)
 	if p.mem != nil && len(preq.Quotas) == 0 && preq.Cost == nil && len(caps) == 0 && p.c.onAttempt == nil && !p.c.noCredit {
-		if l, ok := p.holdFast(req, key, start); ok {
+		if l, start, ok := p.holdFast(req, key); ok {
 			if len(p.c.limiters) == 0 {
 				return l, 0, nil
 			}
+			clk := p.c.clock
 			if err := p.limit(req, key, start); err != nil {
 				p.cancel(l)
 				return lease{}, clk.Now().Sub(start), err
@@ -140,6 +137,16 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return l, clk.Now().Sub(start), nil
 		}
 	}
+	return p.holdSlow(req, key, preq, caps)
+}
+
+// holdSlow is hold for a request that does not go on credit: it asks the
+// key's state, in the key's line.
+func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps []int) (lease, time.Duration, error) {
+	ctx := req.Context()
+	clk := p.c.clock
+	start := clk.Now()
+	p.sweepWaitersDue(start)
 	t := ticket{prio: priorityFrom(ctx), since: start, deadline: start.Add(p.c.maxWait)}
 	dl, hasDeadline := ctx.Deadline()
 	if hasDeadline && dl.Before(t.deadline) {
@@ -316,9 +323,7 @@ func (p *pacer) reserve(ctx context.Context, kw *keyWaiters, key string, now tim
 // first, and its credit counted again after (credit.go).
 func reserveAt(m *pace.MemoryStore, kw *keyWaiters, key string, now time.Time, preq pace.Request, cfg *pace.Config) (d pace.Decision, err error) {
 	err = m.UpdateInPlaceAt(now, key, func(s *pace.State) error {
-		kw.fast.book(s, now, cfg)
-		d = s.Reserve(now, preq, cfg)
-		kw.fast.count(s, now, "", "")
+		kw.fast.update(s, now, time.Time{}, cfg, "", "", func() { d = s.Reserve(now, preq, cfg) })
 		return nil
 	})
 	return d, err
@@ -418,12 +423,12 @@ func sleepUntilChanged(ctx context.Context, clk Clock, d time.Duration, changed 
 // headers said, after reporting both to the key's state.
 func (p *pacer) observe(req *http.Request, l lease) (*http.Response, ratelimit.Observation, error) {
 	resp, err := roundTrip(p.next, req)
-	now := p.c.clock.Now()
-	if l.fast != 0 && err == nil && resp.StatusCode < 400 && l.kw.fast.answered(l.fast, now) {
+	if l.fast != 0 && err == nil && resp.StatusCode < 400 && l.kw.fast.answered(l.fast, p.c.clock) {
 		// Sent on credit and admitted: booked later, its headers unread
 		// (credit.go). Anything else goes through the lease lent to it.
 		return resp, ratelimit.Observation{}, nil
 	}
+	now := p.c.clock.Now()
 	var a pace.Answer
 	if err == nil {
 		a = p.answer(resp, now)
@@ -494,18 +499,19 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 // again after, bucket's for route (when not empty) included.
 func completeAt(m *pace.MemoryStore, kw *keyWaiters, l lease, now time.Time, a pace.Answer, route, bucket string, cfg *pace.Config) error {
 	return m.UpdateInPlaceAt(now, l.key, func(s *pace.State) error {
-		pl, ok := l.lease, true
+		upTo := l.lease.At()
 		if l.fast != 0 {
-			kw.fast.book(s, now, cfg)
-			pl, ok = l.kw.fast.lentFor(l.fast)
-		} else {
-			kw.fast.bookUpTo(s, now, pl.At(), cfg)
+			upTo = time.Time{} // all: its own lease is lent then
 		}
-		if ok {
-			s.Complete(now, pl, a, cfg)
-		}
-		kw.fast.book(s, now, cfg)
-		kw.fast.count(s, now, route, bucket)
+		kw.fast.update(s, now, upTo, cfg, route, bucket, func() {
+			pl, ok := l.lease, true
+			if l.fast != 0 {
+				pl, ok = kw.fast.lentFor(l.fast)
+			}
+			if ok {
+				s.Complete(now, pl, a, cfg)
+			}
+		})
 		return nil
 	})
 }

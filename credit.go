@@ -106,39 +106,60 @@ func (f *fastBook) bucket(name string) *credit {
 }
 
 // take spends a unit of the credit of route name, returning the request's
-// number (0: none left, or kw was swept).
-func (f *fastBook) take(name []byte, now time.Time, dead func() bool) uint64 {
+// number (0: none left, lapsed, or kw was swept), its route's name and when
+// it goes.
+func (f *fastBook) take(name []byte, clk Clock, dead func() bool) (uint64, string, time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rc := f.last
 	if rc.name != string(name) || rc.c == nil {
 		var ok bool
 		if rc, ok = f.route(name); !ok {
-			return 0
+			return 0, "", time.Time{}
 		}
 		f.last = rc
 	}
 	if rc.c.n <= 0 || dead() {
-		return 0
+		return 0, "", time.Time{}
+	}
+	now := rc.c.since(clk)
+	if now.Sub(rc.c.at) > creditTTL || now.Before(rc.c.at) {
+		// Counted too long ago: the key's state may have expired, or
+		// others spent the quota, since.
+		rc.c.n = 0
+		return 0, "", time.Time{}
 	}
 	rc.c.n--
 	f.recs = append(f.recs, fastRec{route: rc.name, c: rc.c, sent: now})
 	if f.base == 0 {
 		f.base = 1
 	}
-	return f.base + uint64(len(f.recs)) - 1
+	return f.base + uint64(len(f.recs)) - 1, rc.name, now
 }
 
-// answered records that request n sent on credit came back admitted at
-// now, and reports whether it was still unbooked (false: it was lent a
+// since returns the time on clk for a request on c: on the system clock,
+// the instant c was counted advanced by the monotonic clock alone, one read
+// where time.Now takes two (the wall clock's steps in the quarter second a
+// credit lasts are not followed; credits are counted again at every
+// update of the key); on any other clock, what it says.
+func (c *credit) since(clk Clock) time.Time {
+	if _, ok := clk.(SystemClock); ok {
+		return c.at.Add(time.Since(c.at))
+	}
+	return clk.Now()
+}
+
+// answered records that request n sent on credit came back admitted now
+// (on clk), and reports whether it was still unbooked (false: it was lent a
 // lease meanwhile, which the caller must complete).
-func (f *fastBook) answered(n uint64, now time.Time) bool {
+func (f *fastBook) answered(n uint64, clk Clock) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n < f.base {
 		return false
 	}
 	r := &f.recs[n-f.base]
+	now := r.c.since(clk)
 	r.recv, r.done = now, true
 	if now.Sub(r.c.at) > creditTTL {
 		r.c.n = 0 // lapsed: the next request reads its answer
@@ -150,17 +171,17 @@ func (f *fastBook) answered(n uint64, now time.Time) bool {
 // the store's lock: the answered ones as spent, the others as leases lent
 // (kept in f.lent for their answer or cancellation).
 func (f *fastBook) book(s *pace.State, now time.Time, cfg *pace.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.bookUpTo(s, now, time.Time{}, cfg)
 }
 
-// bookUpTo is book, but when upTo is not zero it books only the requests
-// answered by upTo, and lends nothing: those answered before a request
-// was sent were counted before it, and go in before its answer; the
-// others may have been counted after it, and go in after it (see
+// bookUpTo is book with f.mu held, but when upTo is not zero it books only
+// the requests answered by upTo, and lends nothing: those answered before
+// a request was sent were counted before it, and go in before its answer;
+// the others may have been counted after it, and go in after it (see
 // pace.State.Spent).
 func (f *fastBook) bookUpTo(s *pace.State, now, upTo time.Time, cfg *pace.Config) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if len(f.recs) == 0 {
 		return
 	}
@@ -211,42 +232,73 @@ func (f *fastBook) bookUpTo(s *pace.State, now, upTo time.Time, cfg *pace.Config
 }
 
 // lentFor takes the lease lent to request n; book has run since it was
-// sent.
+// sent; f.mu is held.
 func (f *fastBook) lentFor(n uint64) (pace.Lease, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	l, ok := f.lent[n]
 	delete(f.lent, n)
 	return l, ok
 }
 
-// count counts again, under the store's lock and after book, what every
+// count counts again, under the store's lock and after book (f.mu held
+// throughout, so that no request takes credit in between), what every
 // bucket may spend: s has just decided or learnt. route, when not empty,
-// was just counted in bucket ("" is the key's own).
+// was just counted in bucket ("" is the key's own); each bucket's credit
+// is counted through one of its routes, and a route that moves to another
+// bucket stops counting for the one it left.
 func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if route != "" {
 		c := f.bucket(bucket)
-		if rc, ok := f.route([]byte(route)); !ok || rc.c != c {
+		rc, known := f.route([]byte(route))
+		if !known || rc.c != c {
 			if len(f.routes) >= maxCreditRoutes || c == nil && len(f.buckets) >= maxCreditRoutes {
-				f.buckets, f.routes, f.last = nil, nil, routeCredit{}
+				f.buckets, f.routes, known = nil, nil, false
 			}
 			if c = f.bucket(bucket); c == nil {
-				c = &credit{route: route}
+				c = &credit{}
 				f.buckets = append(f.buckets, bucketCredit{name: bucket, c: c})
 			}
-			if i := slices.IndexFunc(f.routes, func(rc routeCredit) bool { return rc.name == route }); i >= 0 {
+			if known {
+				if rc.c.route == route {
+					rc.c.route, rc.c.n = "", 0 // the bucket it left needs another route
+				}
+				i := slices.IndexFunc(f.routes, func(rc routeCredit) bool { return rc.name == route })
 				f.routes[i].c = c
 			} else {
 				f.routes = append(f.routes, routeCredit{name: route, c: c})
 			}
 			f.last = routeCredit{}
 		}
+		if c.route == "" {
+			c.route = route
+		}
 	}
 	for _, bc := range f.buckets {
-		bc.c.n, bc.c.at = s.Credit(now, bc.c.route), now
+		bc.c.n, bc.c.at = 0, now
+		if bc.c.route != "" {
+			bc.c.n = s.Credit(now, bc.c.route)
+		}
 	}
+}
+
+// update runs op on the key's state s under f.mu, booking the requests
+// sent on credit before (all, or those answered by upTo when it is not
+// zero, and the rest after) and counting the credit again after: the
+// pacer's store calls it under the key's lock.
+func (f *fastBook) update(s *pace.State, now, upTo time.Time, cfg *pace.Config, route, bucket string, op func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bookUpTo(s, now, upTo, cfg)
+	op()
+	f.bookUpTo(s, now, time.Time{}, cfg)
+	f.count(s, now, route, bucket)
+}
+
+// pending reports whether f holds requests the key's state has not been
+// told of.
+func (f *fastBook) pending() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.recs) > 0
 }
 
 // idle reports whether f holds nothing the state has not been told: its
@@ -256,25 +308,29 @@ func (f *fastBook) idle() bool {
 }
 
 // holdFast sends req on its key's credit when it may (see above): it
-// returns the request's lease, or false for the slow path.
-func (p *pacer) holdFast(req *http.Request, key string, now time.Time) (lease, bool) {
+// returns the request's lease and when it goes, or false for the slow
+// path.
+func (p *pacer) holdFast(req *http.Request, key string) (lease, time.Time, bool) {
 	kw := p.keyWaiters(key)
 	if kw.queued.Load() != 0 {
-		return lease{}, false // in line behind others: wait with them
+		return lease{}, time.Time{}, false // in line behind others: wait with them
 	}
 	var buf [128]byte
 	name := append(append(append(buf[:0], req.Method...), ' '), req.URL.Path...)
-	n := kw.fast.take(name, now, kw.dead.Load)
+	n, route, now := kw.fast.take(name, p.c.clock, kw.dead.Load)
 	if n == 0 {
-		return lease{}, false
+		return lease{}, time.Time{}, false
 	}
-	return lease{key: key, kw: kw, fast: n, ok: true}, true
+	return lease{key: key, kw: kw, fast: n, route: route, ok: true}, now, true
 }
 
 // lent books l's key's requests sent on credit in s and returns the lease
 // lent to l, which went on credit; false when there is none (a state that
 // expired while it was in flight).
 func (l lease) lent(s *pace.State, now time.Time, cfg *pace.Config) (pace.Lease, bool) {
-	l.kw.fast.book(s, now, cfg)
-	return l.kw.fast.lentFor(l.fast)
+	f := &l.kw.fast
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bookUpTo(s, now, time.Time{}, cfg)
+	return f.lentFor(l.fast)
 }

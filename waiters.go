@@ -154,6 +154,16 @@ func (p *pacer) sweepWaitersNow() {
 			if kw.used.Swap(false) {
 				return true
 			}
+			if p.mem != nil && kw.fast.pending() {
+				// Requests sent on credit that no update has booked:
+				// the key's state hears of them now, and its waiters
+				// may go.
+				now := p.c.clock.Now()
+				p.mem.UpdateInPlaceAt(now, k.(string), func(s *pace.State) error {
+					kw.fast.update(s, now, time.Time{}, &p.cfg, "", "", func() {})
+					return nil
+				})
+			}
 			kw.mu.Lock()
 			kw.fast.mu.Lock() // take (credit.go) reads dead under it
 			if kw.waiting == 0 && kw.flying == 0 && kw.fast.idle() {

@@ -61,7 +61,10 @@ func (s *State) Credit(now time.Time, route string) int64 {
 		if p.bucket != bname {
 			continue
 		}
-		if !p.seen {
+		if !p.seen || costIn(nil, p.unit) <= 0 {
+			// A quota in units other than requests (tokens) is spent
+			// by what each request costs, which a request on credit
+			// does not say: each answer of it is read.
 			return 0
 		}
 		inflight := k.inflight(p)
@@ -131,8 +134,11 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 	if len(spans) == 0 {
 		return
 	}
-	bname, known := k.bucketOf(routeHash(route))
-	if !known {
+	h := routeHash(route)
+	bname, known := k.bucketOf(h)
+	if known {
+		k.touchRoute(h) // in use: the last the state forgets
+	} else {
 		bname = k.defaultBucket()
 	}
 	var first, last, lastRecv, n, latest int64
@@ -225,4 +231,19 @@ func (s *State) Lend(sent time.Time, route string, cfg *Config) Lease {
 		bname = k.defaultBucket()
 	}
 	return Lease{l: k.grant(unixNano(sent), Request{Route: route}, h, bname, false, cfg)}
+}
+
+// touchRoute makes the route hashed h the newest remembered, the last that
+// learnRoute forgets when it must.
+func (k *keyState) touchRoute(h uint64) {
+	for i := range k.routes {
+		if k.routes[i].hash == h {
+			if i < len(k.routes)-1 {
+				r := k.routes[i]
+				copy(k.routes[i:], k.routes[i+1:])
+				k.routes[len(k.routes)-1] = r
+			}
+			return
+		}
+	}
 }

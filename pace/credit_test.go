@@ -87,3 +87,39 @@ func TestCreditSilent(t *testing.T) {
 	require.True(t, s.k.silent.on)
 	require.Zero(t, s.Credit(ms(210), req.Route), "refused: each answer matters")
 }
+
+// openAIAnswer is a 200 with OpenAI's headers: a requests quota and a
+// tokens quota, per minute, in one bucket.
+func openAIAnswer(reqLeft, reqLimit, tokLeft, tokLimit string, at time.Time) Answer {
+	h := http.Header{
+		"X-Ratelimit-Limit-Requests":     {reqLimit},
+		"X-Ratelimit-Remaining-Requests": {reqLeft},
+		"X-Ratelimit-Reset-Requests":     {"60s"},
+		"X-Ratelimit-Limit-Tokens":       {tokLimit},
+		"X-Ratelimit-Remaining-Tokens":   {tokLeft},
+		"X-Ratelimit-Reset-Tokens":       {"60s"},
+	}
+	return Answer{Obs: ratelimit.ParseHeaders(h, http.StatusOK, at)}
+}
+
+// TestCreditTokensQuota: a key with a quota in tokens is lent nothing: a
+// request on credit does not say what it costs, so its answers must be
+// read (found in review: 3 tokens of 100,000 left, and 256 lent on the
+// requests quota alone).
+func TestCreditTokensQuota(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	req := Request{Route: "POST /v1/chat/completions"}
+	var cfg Config
+	var s State
+	d := s.Reserve(t0, req, &cfg)
+	require.True(t, d.OK)
+	a := openAIAnswer("9999", "10000", "3", "100000", ms(10))
+	require.Len(t, a.Obs.Policies, 2)
+	s.Complete(ms(10), d.Lease, a, &cfg)
+	c := s.Credit(ms(10), req.Route)
+	require.Zero(t, c, "3 tokens left of 100,000")
+	d = s.Reserve(ms(20), req, &cfg)
+	s.Complete(ms(30), d.Lease, openAIAnswer("9998", "10000", "99000", "100000", ms(30)), &cfg)
+	require.Zero(t, s.Credit(ms(30), req.Route), "ample tokens: still nothing lent")
+}

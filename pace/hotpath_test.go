@@ -15,8 +15,8 @@ import (
 func ampleQuota() (time.Time, Request, ratelimit.Observation) {
 	h := http.Header{
 		"Date":             {"Wed, 26 Nov 2026 12:00:00 GMT"},
-		"Ratelimit-Policy": {`"default";q=1000000;w=60`},
-		"Ratelimit":        {`"default";r=999999;t=30`},
+		"Ratelimit-Policy": {`"default";q=1000000000;w=60`},
+		"Ratelimit":        {`"default";r=999999999;t=30`},
 	}
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	return t0, Request{Route: "GET /items"}, ratelimit.ParseHeaders(h, 200, t0)
