@@ -323,7 +323,7 @@ func (p *pacer) reserve(ctx context.Context, kw *keyWaiters, key string, now tim
 // first, and its credit counted again after (credit.go).
 func reserveAt(m *pace.MemoryStore, kw *keyWaiters, key string, now time.Time, preq pace.Request, cfg *pace.Config) (d pace.Decision, err error) {
 	err = m.UpdateInPlaceAt(now, key, func(s *pace.State) error {
-		kw.fast.update(s, now, time.Time{}, cfg, "", "", func() { d = s.Reserve(now, preq, cfg) })
+		kw.fast.update(s, now, time.Time{}, cfg, "", "", false, func() { d = s.Reserve(now, preq, cfg) })
 		return nil
 	})
 	return d, err
@@ -461,20 +461,22 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 		kw.used.Store(true)
 	}
 	// The bucket the answer counted l's route in ("" when it named none),
-	// and the route whose credit to count (none when no answer came).
-	bucket, route := "", ""
+	// and the route whose credit to count (none when no answer came); an
+	// answer that named no bucket (no headers) places a route only the
+	// first time, as the state does (a proxy's 502 does not move it).
+	bucket, route, moved := "", "", false
 	if a.Obs.Status != 0 {
 		route = l.route
 	}
 	if len(a.Obs.Policies) > 0 {
-		bucket = pace.BucketOf(&a.Obs.Policies[0])
+		bucket, moved = pace.BucketOf(&a.Obs.Policies[0]), true
 		if route != "" {
 			kw.learnRoute(route, bucket)
 		}
 	}
 	var err error
 	if p.mem != nil {
-		err = completeAt(p.mem, kw, l, now, a, route, bucket, &p.cfg)
+		err = completeAt(p.mem, kw, l, now, a, route, bucket, moved, &p.cfg)
 	} else if m, ok := p.store.(*pace.MemoryStore); ok {
 		// The in-process store does not block, and reads no context.
 		err = completeIn(m, l, now, a, &p.cfg)
@@ -497,13 +499,13 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 // pacer's: now is what it says. As in reserveAt, kw's requests sent on
 // credit are booked first (l may be one of them), and its credit counted
 // again after, bucket's for route (when not empty) included.
-func completeAt(m *pace.MemoryStore, kw *keyWaiters, l lease, now time.Time, a pace.Answer, route, bucket string, cfg *pace.Config) error {
+func completeAt(m *pace.MemoryStore, kw *keyWaiters, l lease, now time.Time, a pace.Answer, route, bucket string, moved bool, cfg *pace.Config) error {
 	return m.UpdateInPlaceAt(now, l.key, func(s *pace.State) error {
 		upTo := l.lease.At()
 		if l.fast != 0 {
 			upTo = time.Time{} // all: its own lease is lent then
 		}
-		kw.fast.update(s, now, upTo, cfg, route, bucket, func() {
+		kw.fast.update(s, now, upTo, cfg, route, bucket, moved, func() {
 			pl, ok := l.lease, true
 			if l.fast != 0 {
 				pl, ok = kw.fast.lentFor(l.fast)

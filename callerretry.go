@@ -65,6 +65,9 @@ type callerLoop struct {
 // caller's: the zero callerLoop when it names none (or a count that is not
 // a non-negative integer).
 func callerLoopOf(h http.Header) callerLoop {
+	if len(h) == 0 {
+		return callerLoop{}
+	}
 	for _, l := range callerLoops {
 		v, ok := h[l.count]
 		if !ok || len(v) == 0 {

@@ -242,13 +242,17 @@ func (f *fastBook) lentFor(n uint64) (pace.Lease, bool) {
 // count counts again, under the store's lock and after book (f.mu held
 // throughout, so that no request takes credit in between), what every
 // bucket may spend: s has just decided or learnt. route, when not empty,
-// was just counted in bucket ("" is the key's own); each bucket's credit
-// is counted through one of its routes, and a route that moves to another
-// bucket stops counting for the one it left.
-func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string) {
+// was just counted in bucket ("" is the key's own), which an answer named
+// when moved (otherwise a route already placed stays where it is); each
+// bucket's credit is counted through one of its routes, and a route that
+// moves to another bucket stops counting for the one it left.
+func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string, moved bool) {
 	if route != "" {
 		c := f.bucket(bucket)
 		rc, known := f.route([]byte(route))
+		if known && !moved {
+			c = rc.c
+		}
 		if !known || rc.c != c {
 			if len(f.routes) >= maxCreditRoutes || c == nil && len(f.buckets) >= maxCreditRoutes {
 				f.buckets, f.routes, known = nil, nil, false
@@ -284,13 +288,13 @@ func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string) {
 // sent on credit before (all, or those answered by upTo when it is not
 // zero, and the rest after) and counting the credit again after: the
 // pacer's store calls it under the key's lock.
-func (f *fastBook) update(s *pace.State, now, upTo time.Time, cfg *pace.Config, route, bucket string, op func()) {
+func (f *fastBook) update(s *pace.State, now, upTo time.Time, cfg *pace.Config, route, bucket string, moved bool, op func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.bookUpTo(s, now, upTo, cfg)
 	op()
 	f.bookUpTo(s, now, time.Time{}, cfg)
-	f.count(s, now, route, bucket)
+	f.count(s, now, route, bucket, moved)
 }
 
 // pending reports whether f holds requests the key's state has not been

@@ -49,7 +49,7 @@ func TestCreditRouteMovesBucket(t *testing.T) {
 		d := s.Reserve(ms(at), pace.Request{Route: route}, &cfg)
 		require.True(t, d.OK, "step at %d", at)
 		// What completeAt does.
-		f.update(&s, ms(at+10), d.Lease.At(), &cfg, route, bucket, func() {
+		f.update(&s, ms(at+10), d.Lease.At(), &cfg, route, bucket, true, func() {
 			s.Complete(ms(at+10), d.Lease, ghAnswer(bucket, left, 5000, ms(at+10)), &cfg)
 		})
 	}
@@ -150,4 +150,100 @@ func TestCreditLapsesWithTime(t *testing.T) {
 		close(g.open)
 		wg.Wait()
 	})
+}
+
+// TestCreditHeaderlessAnswerKeepsRoute: an answer without rate-limit
+// headers (a 502 from a proxy in front of GitHub) does not move its route
+// out of the bucket its last answer named ("core"), as the state does not:
+// before (found in a second review), two of the key's credits were counted
+// from the one bucket, each half of its room, so the whole room was lent.
+func TestCreditHeaderlessAnswerKeepsRoute(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	clk := fakeclock.New(ms(100), false)
+	var cfg pace.Config
+	var s pace.State
+	var f fastBook
+	const A, B = "GET /a", "GET /b"
+	step := func(at int, route, bucket string, a pace.Answer) {
+		d := s.Reserve(ms(at), pace.Request{Route: route}, &cfg)
+		require.True(t, d.OK, "step at %d", at)
+		f.update(&s, ms(at+10), d.Lease.At(), &cfg, route, bucket, bucket != "", func() {
+			s.Complete(ms(at+10), d.Lease, a, &cfg)
+		})
+	}
+	step(0, A, "core", ghAnswer("core", 395, 400, ms(10)))
+	step(20, B, "core", ghAnswer("core", 394, 400, ms(30)))
+	// A 502 with no headers: what complete() passes is route A, bucket "".
+	step(40, A, "", pace.Answer{Obs: ratelimit.ParseHeaders(http.Header{}, http.StatusBadGateway, ms(50))})
+	step(60, B, "core", ghAnswer("core", 390, 400, ms(70)))
+
+	whole := s.Credit(ms(70), B)
+	require.EqualValues(t, 195, whole, "half of the 390 left")
+	taken := 0
+	for _, r := range []string{A, B} {
+		for {
+			n, _, _ := f.take([]byte(r), clk, func() bool { return false })
+			if n == 0 {
+				break
+			}
+			taken++
+		}
+	}
+	require.LessOrEqual(t, int64(taken), whole, "requests lent on core's credit, of 390 left (the state's Credit is %d)", whole)
+}
+
+// TestCreditRouteInUseIsRemembered: the state forgets the routes answered
+// longest ago (of 64), and a route answered again is the newest. Before
+// (found in a second review), a route answered again in the same bucket
+// stayed the oldest, was forgotten while the key's credit still lent to it
+// through its bucket, and its requests were booked in the state's default
+// bucket: the bucket whose credit they spent counted them as not gone.
+func TestCreditRouteInUseIsRemembered(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	at := 0
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	clk := fakeclock.New(ms(0), false)
+	var cfg pace.Config
+	var s pace.State
+	var f fastBook
+	left := map[string]int{"core": 4000, "search": 400}
+	step := func(route, bucket string) {
+		at += 10
+		d := s.Reserve(ms(at), pace.Request{Route: route}, &cfg)
+		require.True(t, d.OK, "%s at %d", route, at)
+		left[bucket]--
+		f.update(&s, ms(at+5), d.Lease.At(), &cfg, route, bucket, true, func() {
+			s.Complete(ms(at+5), d.Lease, ghAnswer(bucket, left[bucket], 5000, ms(at+5)), &cfg)
+		})
+		clk.Set(ms(at + 5))
+	}
+	id := func(i int) string { return fmt.Sprintf("GET /id/%d", i) }
+	const X, B, Y = "GET /x", "GET /b", "GET /y"
+	step(X, "core")
+	step(B, "search")
+	step(Y, "search")
+	for i := 1; i <= 62; i++ {
+		step(id(i), "core")
+	}
+	step(Y, "search")
+	// Y goes on credit once, and is booked: Spent makes it the newest.
+	n, _, _ := f.take([]byte(Y), clk, func() bool { return false })
+	require.NotZero(t, n)
+	require.True(t, f.answered(n, clk))
+	step(B, "search") // answered again: B is the newest route
+	step(id(63), "core")
+	require.Positive(t, s.Credit(ms(at+5), B), "the state remembers B")
+	before := s.Credit(ms(at+5), Y)
+	require.Positive(t, before)
+
+	// 50 requests to B on search's credit, answered, and booked.
+	for range 50 {
+		n, _, _ := f.take([]byte(B), clk, func() bool { return false })
+		require.NotZero(t, n, "B is lent search's credit")
+		require.True(t, f.answered(n, clk))
+	}
+	f.update(&s, ms(at+6), time.Time{}, &cfg, "", "", false, func() {})
+	after := s.Credit(ms(at+6), Y)
+	require.Less(t, after, before, "search's credit after 50 of its units were spent")
 }

@@ -106,7 +106,9 @@ const maxRoutes = 256
 func (p *pacer) keyWaiters(key string) *keyWaiters {
 	if v, ok := p.waiters.Load(key); ok {
 		kw := v.(*keyWaiters)
-		kw.used.Store(true)
+		if !kw.used.Load() {
+			kw.used.Store(true) // (a load only, most of the time: no write to share)
+		}
 		return kw
 	}
 	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{})
@@ -160,7 +162,7 @@ func (p *pacer) sweepWaitersNow() {
 				// may go.
 				now := p.c.clock.Now()
 				p.mem.UpdateInPlaceAt(now, k.(string), func(s *pace.State) error {
-					kw.fast.update(s, now, time.Time{}, &p.cfg, "", "", func() {})
+					kw.fast.update(s, now, time.Time{}, &p.cfg, "", "", false, func() {})
 					return nil
 				})
 			}

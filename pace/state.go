@@ -278,7 +278,8 @@ func (k *keyState) bucketOf(h uint64) (string, bool) {
 	return "", false
 }
 
-// learnRoute records that the route hashed h was counted in bucket.
+// learnRoute records that the route hashed h was counted in bucket, as the
+// newest route: the routes forgotten first are those answered longest ago.
 func (k *keyState) learnRoute(h uint64, bucket string) {
 	if h == 0 {
 		return
@@ -286,6 +287,7 @@ func (k *keyState) learnRoute(h uint64, bucket string) {
 	for i := range k.routes {
 		if k.routes[i].hash == h {
 			if k.routes[i].bucket == bucket {
+				k.touchRoute(h)
 				return
 			}
 			k.routes = slices.Delete(k.routes, i, i+1)
