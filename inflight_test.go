@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -51,25 +50,11 @@ func (a *concurrencyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestWithMaxInFlight(t *testing.T) {
 	run := func(t *testing.T, opts ...headway.Option) (*concurrencyAPI, time.Duration, int64) {
 		api := &concurrencyAPI{limit: 4, hold: 100 * time.Millisecond}
-		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: api, RTT: 2 * time.Millisecond},
-			append([]headway.Option{headway.WithMaxWait(time.Minute)}, opts...)...)}
-		var wg sync.WaitGroup
-		var failed atomic.Int64
+		rt := headway.NewTransport(sim.Transport{Handler: api, RTT: 2 * time.Millisecond},
+			append([]headway.Option{headway.WithMaxWait(time.Minute)}, opts...)...)
 		start := time.Now()
-		for range 16 {
-			wg.Go(func() {
-				for range 10 {
-					resp, err := client.Get("http://api.test/jobs")
-					if err != nil {
-						failed.Add(1)
-						continue
-					}
-					resp.Body.Close()
-				}
-			})
-		}
-		wg.Wait()
-		return api, time.Since(start), failed.Load()
+		failed := hammer(rt, 16, 10)
+		return api, time.Since(start), failed
 	}
 	synctest.Test(t, func(t *testing.T) {
 		api, wall, failed := run(t, headway.WithMaxInFlight(4))
