@@ -26,9 +26,9 @@ import (
 // in-process store (a shared store's fleet must see every request), for
 // routes whose bucket an answer named, and for requests that no declared
 // quota, cost or in-flight cap of the caller's governs and that no one
-// waits in line before; and it lapses when an answer comes creditTTL after
-// it was counted, so that an answer is read at least that often while
-// requests go.
+// waits in line before; and it lapses creditTTL after it was counted (as a
+// request takes it, or an answer comes), so that an answer is read at
+// least that often while requests go.
 //
 // The clock is read when such a request goes and when its answer comes:
 // the state weighs it as any other, at the middle of its round trip, and
@@ -42,9 +42,9 @@ const creditTTL = 250 * time.Millisecond
 // fastBook is one key's credit and the requests sent on it.
 type fastBook struct {
 	mu      sync.Mutex
-	buckets []bucketCredit        // by server-named bucket (few: a slice)
-	routes  []routeCredit         // by route ("GET /path")
-	last    routeCredit           // the route taken last, and its credit
+	buckets []named               // credits by server-named bucket (few: a slice)
+	routes  []named               // the credit of each route ("GET /path")
+	last    named                 // the route taken last, and its credit
 	recs    []fastRec             // sent on credit since the last booking
 	base    uint64                // the number of recs[0] (numbers start at 1)
 	lent    map[uint64]pace.Lease // sent on credit, in flight when booked
@@ -58,14 +58,9 @@ type credit struct {
 	route string    // a route counted in the bucket, to count it again
 }
 
-// bucketCredit is a server-named bucket and its credit.
-type bucketCredit struct {
-	name string
-	c    *credit
-}
-
-// routeCredit is a route's name, interned, and its bucket's credit.
-type routeCredit struct {
+// named is a credit by the name of what it is for: a server-named bucket,
+// or a route (interned), which shares its bucket's.
+type named struct {
 	name string
 	c    *credit
 }
@@ -86,13 +81,13 @@ type fastRec struct {
 const maxCreditRoutes = 32
 
 // route returns route name's entry; f.mu is held.
-func (f *fastBook) route(name []byte) (routeCredit, bool) {
+func (f *fastBook) route(name []byte) (named, bool) {
 	for _, rc := range f.routes {
 		if rc.name == string(name) {
 			return rc, true
 		}
 	}
-	return routeCredit{}, false
+	return named{}, false
 }
 
 // bucket returns bucket name's credit, nil when it has none; f.mu is held.
@@ -167,20 +162,13 @@ func (f *fastBook) answered(n uint64, clk Clock) bool {
 	return true
 }
 
-// book enters the requests sent on credit in s, the key's state, under
-// the store's lock: the answered ones as spent, the others as leases lent
-// (kept in f.lent for their answer or cancellation).
-func (f *fastBook) book(s *pace.State, now time.Time, cfg *pace.Config) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.bookUpTo(s, now, time.Time{}, cfg)
-}
-
-// bookUpTo is book with f.mu held, but when upTo is not zero it books only
-// the requests answered by upTo, and lends nothing: those answered before
-// a request was sent were counted before it, and go in before its answer;
-// the others may have been counted after it, and go in after it (see
-// pace.State.Spent).
+// bookUpTo enters the requests sent on credit in s, the key's state, under
+// the store's lock and f.mu: the answered ones as spent, the others as
+// leases lent (kept in f.lent for their answer or cancellation). When upTo
+// is not zero it books only the requests answered by upTo, and lends
+// nothing: those answered before a request was sent were counted before
+// it, and go in before its answer; the others may have been counted after
+// it, and go in after it (see pace.State.Spent).
 func (f *fastBook) bookUpTo(s *pace.State, now, upTo time.Time, cfg *pace.Config) {
 	if len(f.recs) == 0 {
 		return
@@ -259,18 +247,18 @@ func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string, mov
 			}
 			if c = f.bucket(bucket); c == nil {
 				c = &credit{}
-				f.buckets = append(f.buckets, bucketCredit{name: bucket, c: c})
+				f.buckets = append(f.buckets, named{name: bucket, c: c})
 			}
 			if known {
 				if rc.c.route == route {
 					rc.c.route, rc.c.n = "", 0 // the bucket it left needs another route
 				}
-				i := slices.IndexFunc(f.routes, func(rc routeCredit) bool { return rc.name == route })
+				i := slices.IndexFunc(f.routes, func(rc named) bool { return rc.name == route })
 				f.routes[i].c = c
 			} else {
-				f.routes = append(f.routes, routeCredit{name: route, c: c})
+				f.routes = append(f.routes, named{name: route, c: c})
 			}
-			f.last = routeCredit{}
+			f.last = named{}
 		}
 		if c.route == "" {
 			c.route = route
@@ -320,8 +308,7 @@ func (p *pacer) holdFast(req *http.Request, key string) (lease, time.Time, bool)
 		return lease{}, time.Time{}, false // in line behind others: wait with them
 	}
 	var buf [128]byte
-	name := append(append(append(buf[:0], req.Method...), ' '), req.URL.Path...)
-	n, route, now := kw.fast.take(name, p.c.clock, kw.dead.Load)
+	n, route, now := kw.fast.take(routeName(&buf, req.Method, req.URL.Path), p.c.clock, kw.dead.Load)
 	if n == 0 {
 		return lease{}, time.Time{}, false
 	}

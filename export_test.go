@@ -2,6 +2,7 @@ package headway
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/headway-go/headway/pace"
 )
@@ -39,7 +40,7 @@ func InFlight(rt http.RoundTripper, key string) (n, lent int) {
 	kw := p.keyWaiters(key)
 	now := p.c.clock.Now()
 	p.mem.UpdateInPlaceAt(now, key, func(s *pace.State) error {
-		kw.fast.book(s, now, &p.cfg)
+		kw.fast.update(s, now, time.Time{}, &p.cfg, "", "", false, func() {})
 		n = s.InFlight()
 		return nil
 	})

@@ -233,7 +233,7 @@ const maxNames = 256
 // waiters again.
 func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, t ticket) (ticket, bool) {
 	var buf [128]byte
-	name := append(append(append(buf[:0], method...), ' '), path...)
+	name := routeName(&buf, method, path)
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
 	if kw.dead.Load() {
@@ -255,6 +255,12 @@ func (kw *keyWaiters) enter(method, path string, r *pace.Request, caps []int, t 
 	kw.queued.Add(1)
 	t.q, t.route = kw.lineName(r, caps), route
 	return kw.enqueue(t, false), true
+}
+
+// routeName writes a request's route, "METHOD /path", in buf (when it
+// fits: no allocation) and returns it.
+func routeName(buf *[128]byte, method, path string) []byte {
+	return append(append(append(buf[:0], method...), ' '), path...)
 }
 
 // line returns line q, nil when there is none; kw.mu is held.
