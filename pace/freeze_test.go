@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -67,4 +68,30 @@ func TestMemoryStoreSweepsWithoutNewKeys(t *testing.T) {
 	now = now.Add(DefaultIdleTTL + time.Minute) // b and c have expired
 	require.NoError(t, m.UpdateInPlaceAt(now, "a", func(*State) error { return nil }))
 	require.Eventually(t, func() bool { return m.Len() == 1 }, 5*time.Second, time.Millisecond)
+}
+
+// TestPackZerosRoundTrip: a frozen state's bytes come back as they were,
+// whatever they hold: runs of zeros longer than a run's count (255), at
+// either end, and none.
+func TestPackZerosRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := [][]byte{nil, {0}, {1}, make([]byte, 255), make([]byte, 256), make([]byte, 600), {1, 0, 0, 2, 0}}
+	for range 200 {
+		b := make([]byte, rng.IntN(800))
+		for i := range b {
+			if rng.IntN(4) == 0 {
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		cases = append(cases, b)
+	}
+	for _, b := range cases {
+		p := packZeros(b)
+		require.LessOrEqual(t, len(p), 2*len(b))
+		got := unpackZeros(p)
+		require.Equal(t, len(b), len(got))
+		if len(b) > 0 {
+			require.Equal(t, b, got)
+		}
+	}
 }
