@@ -24,7 +24,8 @@ import (
 // given back) takes the slow path: its lease is lent in the state and
 // completed or cancelled as any other. Credit is only for the pacer's own
 // in-process store (a shared store's fleet must see every request), for
-// routes whose bucket an answer named, and for requests that no declared
+// routes whose bucket an answer named (a server that sends no rate-limit
+// headers gets none), and for requests that no declared
 // quota, cost or in-flight cap of the caller's governs and that no one
 // waits in line before; and it lapses creditTTL after it was counted (as a
 // request takes it, or an answer comes), so that an answer is read at

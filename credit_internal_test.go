@@ -73,7 +73,7 @@ func TestCreditRouteMovesBucket(t *testing.T) {
 func TestCreditPendingRecordsAreBookedAtSweep(t *testing.T) {
 	const n = 1000
 	clk := fakeclock.New(loStart, true)
-	rt := NewTransport(okTransport{}, WithClock(clk)).(*retryTransport)
+	rt := NewTransport(&gateTransport{}, WithClock(clk)).(*retryTransport) // never closed: ample IETF headers
 	p := rt.next.(*pacer)
 	reclaimHosts(t, rt, 0, n)
 	reclaimHosts(t, rt, 0, n) // the second GET to each goes on credit

@@ -24,10 +24,13 @@ import (
 // leave (see above), while the client spends at most a quarter of each of
 // its quotas in the quota's window; 0 when each answer still matters (a
 // client near a limit, whose answers tell where a window ends or how fast
-// a bucket fills), or the key has not
-// answered, the route's bucket is unknown, has a quota that no answer
-// described yet, is paused, or waits for a request that goes first, or the
-// server, which sends no rate-limit headers, has refused a request.
+// a bucket fills), or the key has not answered, the route's bucket is
+// unknown, has a quota that no answer described yet or one in units other
+// than requests, is paused, or waits for a request that goes first, or the
+// server sends no rate-limit headers (its admissions are all the evidence
+// it gives, weighed one by one and in order against its first refusal; on
+// loopback, echo's limiter refused 13% with credit where it refused 11%
+// without, over 20 runs each, and one run stalled).
 //
 // The requests sent on credit must be booked before the State decides
 // again: with Spent once answered (admitted, under 400), or with Lend
@@ -38,13 +41,7 @@ func (s *State) Credit(now time.Time, route string) int64 {
 		return 0
 	}
 	if len(k.policies) == 0 {
-		// A server that says nothing: until it refuses, nothing is held
-		// back, and an admission only joins the arrivals kept for the
-		// first refusal to weigh.
-		if b := k.findBucket(""); k.silent.on || k.silent.slow > 0 || b != nil && (unixNano(now) < b.pause || b.firstAfter != 0) {
-			return 0
-		}
-		return maxCredit
+		return 0 // a server that says nothing (see above)
 	}
 	bname, known := k.bucketOf(routeHash(route))
 	if !known {
@@ -141,13 +138,7 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 	}
 	var first, last, lastRecv, n, latest int64
 	flush := func() {
-		switch {
-		case n == 0:
-		case len(k.policies) == 0 && !k.silent.on:
-			// (Added one by one by the loop below: the first refusal
-			// weighs each arrival, and a merged one would be taken as
-			// certainly later than some of them were.)
-		default:
+		if n > 0 {
 			k.spent(bname, last, lastRecv, n)
 		}
 	}
@@ -160,10 +151,6 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 			at = k.arrival(sent, recv)
 		}
 		latest = max(latest, at)
-		if len(k.policies) == 0 && !k.silent.on {
-			k.silent.own.addUpTo(at, 1, 1, maxSilentLedger)
-			continue
-		}
 		if n > 0 && at-first <= spentMerge && first-at <= spentMerge {
 			first, last, lastRecv = min(first, at), max(last, at), max(lastRecv, recv)
 			n++

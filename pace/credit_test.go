@@ -64,9 +64,10 @@ func TestCredit(t *testing.T) {
 	require.Zero(t, s.Credit(ms(3000), req.Route), "a request goes first after a pause")
 }
 
-// TestCreditSilent: a server that sends no rate-limit headers is lent as
-// much as a credit holds until it refuses a request; the requests booked
-// are the arrivals its first refusal weighs.
+// TestCreditSilent: a server that sends no rate-limit headers is lent
+// nothing: its admissions are all the evidence it gives, weighed one by
+// one and in order at its first refusal (with credit, echo's limiter on
+// loopback refused 13% where it refused 11% without, over 20 runs each).
 func TestCreditSilent(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
@@ -75,17 +76,7 @@ func TestCreditSilent(t *testing.T) {
 	var s State
 	d := s.Reserve(t0, req, &cfg)
 	s.Complete(ms(10), d.Lease, Answer{Obs: ratelimit.Observation{Status: http.StatusOK}}, &cfg)
-	require.EqualValues(t, maxCredit, s.Credit(ms(10), req.Route))
-	spans := make([]Span, 30)
-	for i := range spans {
-		spans[i] = Span{Sent: ms(20 + 5*i), Recv: ms(30 + 5*i)}
-	}
-	s.Spent(req.Route, spans, &cfg)
-	require.EqualValues(t, 31, s.k.silent.own.total(), "every admission kept")
-	d = s.Reserve(ms(200), req, &cfg)
-	s.Complete(ms(210), d.Lease, Answer{Obs: ratelimit.Observation{Status: http.StatusTooManyRequests}}, &cfg)
-	require.True(t, s.k.silent.on)
-	require.Zero(t, s.Credit(ms(210), req.Route), "refused: each answer matters")
+	require.Zero(t, s.Credit(ms(10), req.Route))
 }
 
 // openAIAnswer is a 200 with OpenAI's headers: a requests quota and a

@@ -156,8 +156,8 @@
 // requests on a route every explanation admits whatever happens next (half
 // of what the newest answers, or the candidates, leave, while the client
 // spends at most a quarter of the quota in its window: nearer a limit, the
-// answers tell where a window ends; as many as a credit holds on a server
-// that sends no headers and has refused nothing), and a
+// answers tell where a window ends; nothing on a server that sends no
+// headers, whose admissions are its evidence), and a
 // caller sends that many without asking the State, reading none of their
 // answers but their statuses. It books them later, in a batch, under the
 // store's lock and before the State decides again: those answered (under
