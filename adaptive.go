@@ -23,11 +23,13 @@ type pacer struct {
 	c      *config
 	store  pace.Store
 	mem    *pace.MemoryStore // store, when it is the in-process one on the pacer's clock
+	credit bool              // requests may go on credit (credit.go), unless governed
 	cfg    pace.Config
 	quotas []quotaRoute
 
-	waiters sync.Map     // key -> *keyWaiters
-	added   atomic.Int64 // keys added, for sweeping waiters
+	waiters sync.Map                   // key -> *keyWaiters
+	last    atomic.Pointer[keyWaiters] // the key's waiters looked up last
+	added   atomic.Int64               // keys added, for sweeping waiters
 	// lastSweep is when the waiters were last swept (Unix nanoseconds).
 	lastSweep atomic.Int64
 	sweeper   background
@@ -39,16 +41,42 @@ type pacer struct {
 }
 
 // lease is a request's reservation, from hold to observe.
+// It is small, as it goes by value from hold to observe: what only a
+// request that asked the key's state needs is in slow.
 type lease struct {
-	key   string
-	kw    *keyWaiters // key's waiters when the lease was granted
-	lease pace.Lease
-	route string // the request's route, as keyWaiters.enter named it
-	caps  []int  // the in-flight caps it counts under (WithMaxInFlight)
-	ok    bool   // a lease was taken (false: the store failed open)
+	kw    *keyWaiters // key's waiters when the lease was granted; nil: no lease was taken
+	route string      // the request's route, as keyWaiters.enter named it
 	// fast is the request's number in kw.fast when it went on credit
-	// (credit.go), 0 otherwise: lease is then the zero Lease.
+	// (credit.go), 0 otherwise.
 	fast uint64
+	slow *slowLease // nil on credit
+}
+
+// slowLease is the part of a lease granted by the key's state.
+type slowLease struct {
+	lease pace.Lease
+	caps  []int // the in-flight caps it counts under (WithMaxInFlight)
+}
+
+// key returns the lease's key.
+func (l *lease) key() string { return l.kw.key }
+
+// paced returns the lease the key's state granted: the zero Lease for a
+// request on credit (whose lease, if any, was lent since: see
+// lease.lent).
+func (l *lease) paced() pace.Lease {
+	if l.slow == nil {
+		return pace.Lease{}
+	}
+	return l.slow.lease
+}
+
+// caps returns the in-flight caps l counts under.
+func (l *lease) caps() []int {
+	if l.slow == nil {
+		return nil
+	}
+	return l.slow.caps
 }
 
 func newPacer(next http.RoundTripper, c *config) *pacer {
@@ -60,6 +88,7 @@ func newPacer(next http.RoundTripper, c *config) *pacer {
 	for _, q := range c.quotas {
 		p.cfg.Quotas = append(p.cfg.Quotas, q.quota)
 	}
+	p.credit = p.mem != nil && c.onAttempt == nil && !c.noCredit
 	return p
 }
 
@@ -122,9 +151,7 @@ func (p *pacer) capsOf(req *http.Request) []int {
 // error when it ends first.
 func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 	key := p.c.key(req)
-	preq := p.describe(req)
-	caps := p.capsOf(req)
-	if p.mem != nil && len(preq.Quotas) == 0 && preq.Cost == nil && len(caps) == 0 && p.c.onAttempt == nil && !p.c.noCredit {
+	if p.credit && costFrom(req.Context()) == nil && !p.governed(req) {
 		if l, start, ok := p.holdFast(req, key); ok {
 			if len(p.c.limiters) == 0 {
 				return l, 0, nil
@@ -137,7 +164,23 @@ func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
 			return l, clk.Now().Sub(start), nil
 		}
 	}
-	return p.holdSlow(req, key, preq, caps)
+	return p.holdSlow(req, key, p.describe(req), p.capsOf(req))
+}
+
+// governed reports whether a quota the caller declared (WithQuota) or an
+// in-flight cap (WithMaxInFlight) governs req: it then goes on no credit.
+func (p *pacer) governed(req *http.Request) bool {
+	for i := range p.quotas {
+		if p.quotas[i].match(req) {
+			return true
+		}
+	}
+	for i := range p.c.caps {
+		if p.c.caps[i].match(req) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdSlow is hold for a request that does not go on credit: it asks the
@@ -230,7 +273,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			p.givePoolBack(key, stale)
 			if ok {
 				// Reserved ahead for it by a request before it.
-				return lease{key: key, kw: kw, lease: l, route: preq.Route, ok: true}, now.Sub(start), nil
+				return lease{kw: kw, route: preq.Route, slow: &slowLease{lease: l}}, now.Sub(start), nil
 			}
 			var extra []pace.Lease
 			n := 0
@@ -253,7 +296,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			l := lease{key: key, kw: kw, lease: d.Lease, route: preq.Route, caps: caps, ok: true}
+			l := lease{kw: kw, route: preq.Route, slow: &slowLease{lease: d.Lease, caps: caps}}
 			if len(p.c.limiters) == 0 {
 				return l, now.Sub(start), nil
 			}
@@ -451,12 +494,12 @@ func (p *pacer) answer(resp *http.Response, now time.Time) pace.Answer {
 
 // complete reports the answer to a lease (a zero Answer: none came).
 func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answer) {
-	if !l.ok {
+	if l.kw == nil {
 		return
 	}
 	kw := l.kw
-	if kw == nil || kw.dead.Load() {
-		kw = p.keyWaiters(l.key)
+	if kw.dead.Load() {
+		kw = p.keyWaiters(l.key())
 	} else if !kw.used.Load() {
 		kw.used.Store(true)
 	}
@@ -486,10 +529,10 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	if err != nil {
 		// The lease expires by itself (pace.Config.LeaseTTL).
 		p.c.logger.LogAttrs(context.Background(), slog.LevelWarn, "headway: pacing state not updated",
-			slog.String("key", l.key), slog.String("error", err.Error()))
+			slog.String("key", l.key()), slog.String("error", err.Error()))
 	}
-	if len(l.caps) > 0 {
-		l.kw.release(l.caps, true) // which wakes kw's waiters: the lease kept l.kw from being swept
+	if caps := l.caps(); len(caps) > 0 {
+		l.kw.release(caps, true) // which wakes kw's waiters: the lease kept l.kw from being swept
 	} else {
 		kw.signal()
 	}
@@ -500,13 +543,13 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 // credit are booked first (l may be one of them), and its credit counted
 // again after, bucket's for route (when not empty) included.
 func completeAt(m *pace.MemoryStore, kw *keyWaiters, l lease, now time.Time, a pace.Answer, route, bucket string, moved bool, cfg *pace.Config) error {
-	return m.UpdateInPlaceAt(now, l.key, func(s *pace.State) error {
-		upTo := l.lease.At()
+	return m.UpdateInPlaceAt(now, l.key(), func(s *pace.State) error {
+		upTo := l.paced().At()
 		if l.fast != 0 {
 			upTo = time.Time{} // all: its own lease is lent then
 		}
 		kw.fast.update(s, now, upTo, cfg, route, bucket, moved, func() {
-			pl, ok := l.lease, true
+			pl, ok := l.paced(), true
 			if l.fast != 0 {
 				pl, ok = kw.fast.lentFor(l.fast)
 			}
@@ -519,8 +562,8 @@ func completeAt(m *pace.MemoryStore, kw *keyWaiters, l lease, now time.Time, a p
 }
 
 func completeIn(m *pace.MemoryStore, l lease, now time.Time, a pace.Answer, cfg *pace.Config) error {
-	return m.UpdateInPlace(context.Background(), l.key, func(s *pace.State) error {
-		s.Complete(now, l.lease, a, cfg)
+	return m.UpdateInPlace(context.Background(), l.key(), func(s *pace.State) error {
+		s.Complete(now, l.paced(), a, cfg)
 		return nil
 	})
 }
@@ -531,31 +574,31 @@ func completeIn(m *pace.MemoryStore, l lease, now time.Time, a pace.Answer, cfg 
 func (p *pacer) completeShared(l lease, now time.Time, a pace.Answer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	return pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
-		s.Complete(now, l.lease, a, &p.cfg)
+	return pace.Apply(ctx, p.store, l.key(), func(s *pace.State) error {
+		s.Complete(now, l.paced(), a, &p.cfg)
 		return nil
 	})
 }
 
 // cancel takes back a lease whose request never left.
 func (p *pacer) cancel(l lease) {
-	if !l.ok {
+	if l.kw == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	pace.Apply(ctx, p.store, l.key, func(s *pace.State) error {
+	pace.Apply(ctx, p.store, l.key(), func(s *pace.State) error {
 		if l.fast == 0 {
-			s.Cancel(l.lease, &p.cfg)
+			s.Cancel(l.paced(), &p.cfg)
 		} else if pl, ok := l.lent(s, p.c.clock.Now(), &p.cfg); ok {
 			s.Cancel(pl, &p.cfg)
 		}
 		return nil
 	})
-	if len(l.caps) > 0 {
-		l.kw.release(l.caps, true)
+	if caps := l.caps(); len(caps) > 0 {
+		l.kw.release(caps, true)
 	} else {
-		p.keyWaiters(l.key).signal()
+		p.keyWaiters(l.key()).signal()
 	}
 }
 

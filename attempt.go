@@ -29,14 +29,14 @@ type attempt struct {
 
 func noRelease() {}
 
-// send makes one attempt with the given body and, when hdr is not nil, that
+// send makes one attempt, into a, with the given body and, when hdr is not nil, that
 // header instead of the caller's, without touching the caller's request.
 // trackWrite asks to learn whether the request was written before a
 // failure, which decides whether a non-idempotent request may be retried.
 // obs is the pacing layer that observes the attempt under lease l (nil
 // when there is none, or a headway stack above paces: see layers.go).
-func (t *retryTransport) send(obs observer, req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool, l lease) attempt {
-	a := attempt{release: noRelease}
+func (t *retryTransport) send(a *attempt, obs observer, req *http.Request, hdr http.Header, body io.ReadCloser, trackWrite bool, l lease) {
+	*a = attempt{release: noRelease}
 	ctx := req.Context()
 	var wrote *atomic.Bool
 	if trackWrite {
@@ -81,7 +81,6 @@ func (t *retryTransport) send(obs observer, req *http.Request, hdr http.Header, 
 		a.status = a.resp.StatusCode
 	}
 	a.wrote = wrote != nil && wrote.Load()
-	return a
 }
 
 // keep returns the response to the caller; if the attempt had its own

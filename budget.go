@@ -57,8 +57,9 @@ func NewRetryBudget(ratio float64, reserve int) RetryBudget {
 const tokenScale = 1000
 
 type tokenBudget struct {
-	ratio, reserve, max int64    // in thousandths of a retry
-	keys                sync.Map // string -> *budgetBucket
+	ratio, reserve, max int64                        // in thousandths of a retry
+	keys                sync.Map                     // string -> *budgetBucket
+	last                atomic.Pointer[budgetBucket] // the bucket looked up last
 	added               atomic.Int64
 	sweeper             background
 }
@@ -68,20 +69,28 @@ type tokenBudget struct {
 type budgetBucket struct {
 	tokens atomic.Int64
 	used   atomic.Bool // since the last sweep
+	gone   atomic.Bool // swept: no longer in keys
+	key    string
 }
 
+// bucket returns key's bucket, creating it. The key used last is found
+// without the map: most clients call one API.
 func (b *tokenBudget) bucket(key string) *budgetBucket {
-	v, ok := b.keys.Load(key)
-	if !ok {
-		var loaded bool
-		fresh := &budgetBucket{}
-		fresh.tokens.Store(b.reserve)
-		v, loaded = b.keys.LoadOrStore(key, fresh)
-		if !loaded && b.added.Add(1)%sweepEvery == 0 {
-			b.sweeper.run(b.sweep)
+	k := b.last.Load()
+	if k == nil || k.key != key || k.gone.Load() {
+		v, ok := b.keys.Load(key)
+		if !ok {
+			var loaded bool
+			fresh := &budgetBucket{key: key}
+			fresh.tokens.Store(b.reserve)
+			v, loaded = b.keys.LoadOrStore(key, fresh)
+			if !loaded && b.added.Add(1)%sweepEvery == 0 {
+				b.sweeper.run(b.sweep)
+			}
 		}
+		k = v.(*budgetBucket)
+		b.last.Store(k)
 	}
-	k := v.(*budgetBucket)
 	if !k.used.Load() {
 		k.used.Store(true)
 	}
@@ -94,8 +103,9 @@ const sweepEvery = 1024
 // sweep forgets the keys not used since the previous sweep.
 func (b *tokenBudget) sweep() {
 	b.keys.Range(func(k, v any) bool {
-		if !v.(*budgetBucket).used.Swap(false) {
-			b.keys.Delete(k)
+		if k := v.(*budgetBucket); !k.used.Swap(false) {
+			b.keys.Delete(k.key)
+			k.gone.Store(true)
 		}
 		return true
 	})

@@ -50,13 +50,16 @@ type fastBook struct {
 	base    uint64                // the number of recs[0] (numbers start at 1)
 	lent    map[uint64]pace.Lease // sent on credit, in flight when booked
 	spans   []pace.Span           // scratch for book
+	// at is when the credits were last counted: the origin of the
+	// times in recs, so that a request on credit reads one clock and
+	// builds no time.Time.
+	at time.Time
 }
 
 // credit is what one bucket may still spend without asking the state.
 type credit struct {
 	n     int64
-	at    time.Time // when it was counted
-	route string    // a route counted in the bucket, to count it again
+	route string // a route counted in the bucket, to count it again
 }
 
 // named is a credit by the name of what it is for: a server-named bucket,
@@ -69,11 +72,10 @@ type named struct {
 // fastRec is a request sent on credit.
 type fastRec struct {
 	route  string
-	c      *credit // the credit it was taken from
-	sent   time.Time
-	recv   time.Time
-	done   bool // answered, admitted (under 400)
-	booked bool // told to the key's state
+	c      *credit   // the credit it was taken from
+	span   pace.Span // since fastBook.at
+	done   bool      // answered, admitted (under 400)
+	booked bool      // told to the key's state
 }
 
 // maxCreditRoutes bounds fastBook.routes and fastBook.buckets: a key whose
@@ -103,46 +105,46 @@ func (f *fastBook) bucket(name string) *credit {
 
 // take spends a unit of the credit of route name, returning the request's
 // number (0: none left, lapsed, or kw was swept), its route's name and when
-// it goes.
-func (f *fastBook) take(name []byte, clk Clock, dead func() bool) (uint64, string, time.Time) {
+// it goes (at+since).
+func (f *fastBook) take(name []byte, clk Clock, dead func() bool) (n uint64, route string, at time.Time, since time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rc := f.last
 	if rc.name != string(name) || rc.c == nil {
 		var ok bool
 		if rc, ok = f.route(name); !ok {
-			return 0, "", time.Time{}
+			return 0, "", time.Time{}, 0
 		}
 		f.last = rc
 	}
 	if rc.c.n <= 0 || dead() {
-		return 0, "", time.Time{}
+		return 0, "", time.Time{}, 0
 	}
-	now := rc.c.since(clk)
-	if now.Sub(rc.c.at) > creditTTL || now.Before(rc.c.at) {
+	d := f.since(clk)
+	if d > creditTTL || d < 0 {
 		// Counted too long ago: the key's state may have expired, or
 		// others spent the quota, since.
 		rc.c.n = 0
-		return 0, "", time.Time{}
+		return 0, "", time.Time{}, 0
 	}
 	rc.c.n--
-	f.recs = append(f.recs, fastRec{route: rc.name, c: rc.c, sent: now})
+	f.recs = append(f.recs, fastRec{route: rc.name, c: rc.c, span: pace.Span{Sent: d}})
 	if f.base == 0 {
 		f.base = 1
 	}
-	return f.base + uint64(len(f.recs)) - 1, rc.name, now
+	return f.base + uint64(len(f.recs)) - 1, rc.name, f.at, d
 }
 
-// since returns the time on clk for a request on c: on the system clock,
-// the instant c was counted advanced by the monotonic clock alone, one read
-// where time.Now takes two (the wall clock's steps in the quarter second a
-// credit lasts are not followed; credits are counted again at every
-// update of the key); on any other clock, what it says.
-func (c *credit) since(clk Clock) time.Time {
+// since returns how long ago on clk the credits were counted: on the
+// system clock, by the monotonic clock alone, one read where time.Now
+// takes two (the wall clock's steps in the quarter second a credit lasts
+// are not followed; credits are counted again at every update of the
+// key); on any other clock, by what it says. f.mu is held.
+func (f *fastBook) since(clk Clock) time.Duration {
 	if _, ok := clk.(SystemClock); ok {
-		return c.at.Add(time.Since(c.at))
+		return time.Since(f.at)
 	}
-	return clk.Now()
+	return clk.Now().Sub(f.at)
 }
 
 // answered records that request n sent on credit came back admitted now
@@ -155,9 +157,9 @@ func (f *fastBook) answered(n uint64, clk Clock) bool {
 		return false
 	}
 	r := &f.recs[n-f.base]
-	now := r.c.since(clk)
-	r.recv, r.done = now, true
-	if now.Sub(r.c.at) > creditTTL {
+	d := f.since(clk)
+	r.span.Recv, r.done = d, true
+	if d > creditTTL {
 		r.c.n = 0 // lapsed: the next request reads its answer
 	}
 	return true
@@ -175,15 +177,16 @@ func (f *fastBook) bookUpTo(s *pace.State, now, upTo time.Time, cfg *pace.Config
 		return
 	}
 	all := upTo.IsZero()
+	by := upTo.Sub(f.at) // upTo, as a time in recs
 	route := ""
 	spans := f.spans[:0]
 	flush := func() {
-		s.Spent(route, spans, cfg)
+		s.Spent(route, f.at, spans, cfg)
 		spans = spans[:0]
 	}
 	for i := range f.recs {
 		r := &f.recs[i]
-		if r.booked || !all && (!r.done || r.recv.After(upTo)) {
+		if r.booked || !all && (!r.done || r.span.Recv > by) {
 			continue
 		}
 		if r.route != route {
@@ -192,13 +195,13 @@ func (f *fastBook) bookUpTo(s *pace.State, now, upTo time.Time, cfg *pace.Config
 		}
 		r.booked = true
 		if r.done {
-			spans = append(spans, pace.Span{Sent: r.sent, Recv: r.recv})
+			spans = append(spans, r.span)
 			continue
 		}
 		if f.lent == nil {
 			f.lent = map[uint64]pace.Lease{}
 		}
-		f.lent[f.base+uint64(i)] = s.Lend(r.sent, r.route, cfg)
+		f.lent[f.base+uint64(i)] = s.Lend(f.at.Add(r.span.Sent), r.route, cfg)
 	}
 	flush()
 	f.spans = spans[:0]
@@ -265,8 +268,16 @@ func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string, mov
 			c.route = route
 		}
 	}
+	// The times of requests not yet booked (none after an update's
+	// booking) move to the new origin.
+	for i := range f.recs {
+		d := f.at.Sub(now)
+		f.recs[i].span.Sent += d
+		f.recs[i].span.Recv += d
+	}
+	f.at = now
 	for _, bc := range f.buckets {
-		bc.c.n, bc.c.at = 0, now
+		bc.c.n = 0
 		if bc.c.route != "" {
 			bc.c.n = s.Credit(now, bc.c.route)
 		}
@@ -309,11 +320,11 @@ func (p *pacer) holdFast(req *http.Request, key string) (lease, time.Time, bool)
 		return lease{}, time.Time{}, false // in line behind others: wait with them
 	}
 	var buf [128]byte
-	n, route, now := kw.fast.take(routeName(&buf, req.Method, req.URL.Path), p.c.clock, kw.dead.Load)
+	n, route, at, since := kw.fast.take(routeName(&buf, req.Method, req.URL.Path), p.c.clock, kw.dead.Load)
 	if n == 0 {
 		return lease{}, time.Time{}, false
 	}
-	return lease{key: key, kw: kw, fast: n, route: route, ok: true}, now, true
+	return lease{kw: kw, fast: n, route: route}, at.Add(since), true
 }
 
 // lent books l's key's requests sent on credit in s and returns the lease

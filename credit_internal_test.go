@@ -55,14 +55,14 @@ func TestCreditRouteMovesBucket(t *testing.T) {
 	}
 	step(0, A, "core", 4990)
 	step(20, B, "core", 4989)
-	n, _, _ := f.take([]byte(B), clk, func() bool { return false })
+	n, _, _, _ := f.take([]byte(B), clk, func() bool { return false })
 	require.NotZero(t, n, "core is ample: B goes on credit")
 	step(40, A, "search", 4999) // A's answers now name another bucket
 	step(60, B, "core", 1)      // core all but spent
 	require.Zero(t, s.Credit(ms(70), B), "the state lends B nothing")
-	n, _, _ = f.take([]byte(B), clk, func() bool { return false })
+	n, _, _, _ = f.take([]byte(B), clk, func() bool { return false })
 	require.Zero(t, n, "nor does the key's credit")
-	n, _, _ = f.take([]byte(A), clk, func() bool { return false })
+	n, _, _, _ = f.take([]byte(A), clk, func() bool { return false })
 	require.NotZero(t, n, "search is ample: A goes on credit")
 }
 
@@ -183,7 +183,7 @@ func TestCreditHeaderlessAnswerKeepsRoute(t *testing.T) {
 	taken := 0
 	for _, r := range []string{A, B} {
 		for {
-			n, _, _ := f.take([]byte(r), clk, func() bool { return false })
+			n, _, _, _ := f.take([]byte(r), clk, func() bool { return false })
 			if n == 0 {
 				break
 			}
@@ -228,7 +228,7 @@ func TestCreditRouteInUseIsRemembered(t *testing.T) {
 	}
 	step(Y, "search")
 	// Y goes on credit once, and is booked: Spent makes it the newest.
-	n, _, _ := f.take([]byte(Y), clk, func() bool { return false })
+	n, _, _, _ := f.take([]byte(Y), clk, func() bool { return false })
 	require.NotZero(t, n)
 	require.True(t, f.answered(n, clk))
 	step(B, "search") // answered again: B is the newest route
@@ -239,7 +239,7 @@ func TestCreditRouteInUseIsRemembered(t *testing.T) {
 
 	// 50 requests to B on search's credit, answered, and booked.
 	for range 50 {
-		n, _, _ := f.take([]byte(B), clk, func() bool { return false })
+		n, _, _, _ := f.take([]byte(B), clk, func() bool { return false })
 		require.NotZero(t, n, "B is lent search's credit")
 		require.True(t, f.answered(n, clk))
 	}

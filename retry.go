@@ -112,7 +112,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			}
 			return nil, err
 		}
-		a := t.send(obs, req, hdr, b, !safeAfterWrite, l)
+		var a attempt
+		t.send(&a, obs, req, hdr, b, !safeAfterWrite, l)
 		if c.overload > 0 {
 			// The caller's context ending is not the backend's doing.
 			accepted := a.err == nil && a.resp.StatusCode < 500 || ctx.Err() != nil

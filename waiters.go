@@ -28,6 +28,7 @@ type keyWaiters struct {
 	flying  int               // their sum: a key with requests in flight is not swept
 	used    atomic.Bool       // since the last sweep
 	dead    atomic.Bool       // swept: join the key's new waiters instead (set under mu)
+	key     string            // the key, for pacer.last
 	fast    fastBook          // the key's credit, and the requests sent on it (credit.go)
 }
 
@@ -102,21 +103,27 @@ func (t ticket) wait() <-chan struct{} {
 // maxRoutes bounds keyWaiters.routes.
 const maxRoutes = 256
 
-// keyWaiters returns key's waiters, creating them.
+// keyWaiters returns key's waiters, creating them. The key used last is
+// found without the map: most clients call one API.
 func (p *pacer) keyWaiters(key string) *keyWaiters {
-	if v, ok := p.waiters.Load(key); ok {
-		kw := v.(*keyWaiters)
+	if kw := p.last.Load(); kw != nil && kw.key == key && !kw.dead.Load() {
 		if !kw.used.Load() {
 			kw.used.Store(true) // (a load only, most of the time: no write to share)
 		}
 		return kw
 	}
-	v, loaded := p.waiters.LoadOrStore(key, &keyWaiters{})
-	if !loaded {
-		p.sweepWaiters()
+	v, ok := p.waiters.Load(key)
+	if !ok {
+		var loaded bool
+		if v, loaded = p.waiters.LoadOrStore(key, &keyWaiters{key: key}); !loaded {
+			p.sweepWaiters()
+		}
 	}
 	kw := v.(*keyWaiters)
-	kw.used.Store(true)
+	if !kw.used.Load() {
+		kw.used.Store(true)
+	}
+	p.last.Store(kw)
 	return kw
 }
 

@@ -107,24 +107,25 @@ func (s *State) Credit(now time.Time, route string) int64 {
 // maxCredit requests.
 const maxCredit = 256
 
-// A Span is a request sent on credit: when it was sent (zero: not known),
-// and when its answer came back.
+// A Span is a request sent on credit: when it was sent, and when its
+// answer came back, as times since an origin that Spent is given (a
+// caller that reads the clock for each request on credit keeps a
+// duration, and builds no time.Time).
 type Span struct {
-	Sent, Recv time.Time
+	Sent, Recv time.Duration
 }
 
 // Spent books requests on route that were sent on credit (see Credit) and
 // admitted, with a status under 400, whose answers' headers were not read:
-// each counts as one request, in every quota of the route's bucket, at
-// the middle of its span (half the key's round trip before its answer when
-// when it was sent is not known), but no earlier than the newest answer
+// spans are times since origin. Each counts as one request, in every
+// quota of the route's bucket, at the middle of its span, but no earlier than the newest answer
 // read was counted, unless it was answered before then (what it left
 // cannot tell its order from that answer's: counted after, it is not taken
 // to be in what that answer said was left); those counted within spentMerge of each other
 // are booked as one entry at the latest of their instants (so that none
 // is taken to return sooner than it does), which keeps booking a burst
 // from filling the ledgers one entry per request.
-func (s *State) Spent(route string, spans []Span, cfg *Config) {
+func (s *State) Spent(route string, origin time.Time, spans []Span, cfg *Config) {
 	k := &s.k
 	if len(spans) == 0 {
 		return
@@ -136,6 +137,7 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 	} else {
 		bname = k.defaultBucket()
 	}
+	base := unixNano(origin)
 	var first, last, lastRecv, n, latest int64
 	flush := func() {
 		if n > 0 {
@@ -143,13 +145,9 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 		}
 	}
 	for _, sp := range spans {
-		recv := unixNano(sp.Recv)
-		at := recv - k.rtt/2
-		if !sp.Sent.IsZero() {
-			sent := unixNano(sp.Sent)
-			k.observeRTT(recv - sent)
-			at = k.arrival(sent, recv)
-		}
+		sent, recv := base+int64(sp.Sent), base+int64(sp.Recv)
+		k.observeRTT(recv - sent)
+		at := k.arrival(sent, recv)
 		latest = max(latest, at)
 		if n > 0 && at-first <= spentMerge && first-at <= spentMerge {
 			first, last, lastRecv = min(first, at), max(last, at), max(lastRecv, recv)
@@ -167,7 +165,7 @@ func (s *State) Spent(route string, spans []Span, cfg *Config) {
 			p.bucketRateFrom(&a, 0, p.limit)
 		}
 	}
-	s.touch(unixNano(spans[len(spans)-1].Recv), cfg)
+	s.touch(base+int64(spans[len(spans)-1].Recv), cfg)
 }
 
 // spentMerge is how close the instants of requests booked by Spent must

@@ -94,10 +94,10 @@ func TestCreditWithinReserve(t *testing.T) {
 				k := min(n, int64(1+rng.IntN(5)))
 				spans := make([]Span, k)
 				for i := range spans {
-					spans[i] = Span{Sent: now.Add(-time.Duration(20+rng.IntN(50)) * time.Millisecond), Recv: now}
+					spans[i] = Span{Sent: -time.Duration(20+rng.IntN(50)) * time.Millisecond}
 				}
 				if k > 0 {
-					s.Spent(route, spans, &cfg)
+					s.Spent(route, now, spans, &cfg)
 					left = max(left-int(k), 0)
 				}
 			case op < 9:

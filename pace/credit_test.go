@@ -40,9 +40,9 @@ func TestCredit(t *testing.T) {
 	// Ten sent on credit and answered: booked, they leave less.
 	spans := make([]Span, 10)
 	for i := range spans {
-		spans[i] = Span{Sent: ms(20 + i), Recv: ms(30 + i)}
+		spans[i] = Span{Sent: time.Duration(20+i) * time.Millisecond, Recv: time.Duration(30+i) * time.Millisecond}
 	}
-	s.Spent(req.Route, spans, &cfg)
+	s.Spent(req.Route, ms(0), spans, &cfg)
 	require.EqualValues(t, 45, s.Credit(ms(40), req.Route))
 	// One in flight, lent a lease: it counts until answered.
 	l := s.Lend(ms(41), req.Route, &cfg)

@@ -211,12 +211,9 @@ func reserveComplete(t *testing.T, data []byte) {
 				require.LessOrEqual(t, n, int64(maxCredit))
 				spans := make([]Span, in.pick(8))
 				for i := range spans {
-					spans[i] = Span{Sent: now.Add(-in.step()), Recv: now.Add(-in.step())}
-					if in.byte()%4 == 0 {
-						spans[i].Sent = time.Time{}
-					}
+					spans[i] = Span{Sent: -in.step(), Recv: -in.step()}
 				}
-				st.Spent(route, spans, cfg)
+				st.Spent(route, now, spans, cfg)
 			case 8:
 				// One sent on credit, still in flight.
 				l := st.Lend(now.Add(-in.step()), routes[in.pick(len(routes))], cfg)

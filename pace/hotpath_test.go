@@ -113,16 +113,17 @@ func BenchmarkCredit(b *testing.B) {
 		b.Fatal("no credit with ample quota")
 	}
 	spans := make([]Span, 0, maxCredit)
+	origin := now // of the spans, since the last count
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Microsecond)
 		if n > 0 {
 			n--
-			spans = append(spans, Span{Sent: now, Recv: now.Add(time.Microsecond)})
+			spans = append(spans, Span{Sent: now.Sub(origin), Recv: now.Sub(origin) + time.Microsecond})
 			continue
 		}
 		m.UpdateInPlaceAt(now, "k", func(s *State) error {
-			s.Spent(req.Route, spans, &cfg)
+			s.Spent(req.Route, origin, spans, &cfg)
 			d = s.Reserve(now, req, &cfg)
 			return nil
 		})
@@ -132,5 +133,6 @@ func BenchmarkCredit(b *testing.B) {
 			n = s.Credit(now, req.Route)
 			return nil
 		})
+		origin = now
 	}
 }
