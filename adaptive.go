@@ -107,7 +107,7 @@ func (p *pacer) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A headway stack above paces this request already.
 		return p.next.RoundTrip(req)
 	}
-	l, waited, err := p.hold(req)
+	l, waited, err := p.hold(req, p.c.key(req))
 	if st := statsFrom(req.Context()); st != nil {
 		st.Waited += waited
 	}
@@ -149,8 +149,7 @@ func (p *pacer) capsOf(req *http.Request) []int {
 // waited, or refuses it: a *RateLimitError (StatusCode 0) when the wait
 // cannot fit in max wait or before the context's deadline, the context's
 // error when it ends first.
-func (p *pacer) hold(req *http.Request) (lease, time.Duration, error) {
-	key := p.c.key(req)
+func (p *pacer) hold(req *http.Request, key string) (lease, time.Duration, error) {
 	if p.credit && costFrom(req.Context()) == nil && !p.governed(req) {
 		if l, start, ok := p.holdFast(req, key); ok {
 			if len(p.c.limiters) == 0 {

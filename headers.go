@@ -18,10 +18,10 @@ import (
 // observer is implemented by headway's pacing layer: it returns the
 // Observation it parsed along with the response.
 type observer interface {
-	// hold waits until req may be sent, returning its lease and how long
+	// hold waits until req, to key, may be sent, returning its lease and how long
 	// it waited, or refuses it (a *RateLimitError with StatusCode 0, or
 	// the context's error, wrapped).
-	hold(req *http.Request) (lease, time.Duration, error)
+	hold(req *http.Request, key string) (lease, time.Duration, error)
 	// observe sends req at once under its lease.
 	observe(req *http.Request, l lease) (*http.Response, ratelimit.Observation, error)
 	// cancel takes back the lease of a request that will not be sent.

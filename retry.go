@@ -58,8 +58,17 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 		if st == nil {
 			st = new(Stats) // to tell the hook, when the caller keeps none
 		}
-		defer func() { c.done(req, key, st, resp, err) }()
+		resp, err = t.loop(req, key, obs, st)
+		c.done(req, key, st, resp, err)
+		return resp, err
 	}
+	return t.loop(req, key, obs, st)
+}
+
+// loop is RoundTrip's retry loop for req, to key, keeping st (nil: none)
+// and pacing through obs (nil: not here).
+func (t *retryTransport) loop(req *http.Request, key string, obs observer, st *Stats) (*http.Response, error) {
+	c, ctx := t.c, req.Context()
 	// A caller with a retry loop of its own (an SDK's): its first attempt
 	// gets headway's loop, and its later ones are not sent (callerretry.go).
 	caller := callerLoopOf(req.Header)
@@ -90,7 +99,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 			// The pacing layer's pause comes before the attempt (and its
 			// timeout): a request held back has not been sent.
 			var d time.Duration
-			l, d, err = obs.hold(req)
+			l, d, err = obs.hold(req, key)
 			waited += d
 			if st != nil {
 				st.Waited += d
