@@ -151,11 +151,11 @@ func (p *pacer) capsOf(req *http.Request) []int {
 // error when it ends first.
 func (p *pacer) hold(req *http.Request, key string) (lease, time.Duration, error) {
 	if p.credit && costFrom(req.Context()) == nil && !p.governed(req) {
-		if l, start, ok := p.holdFast(req, key); ok {
+		if l, at, since, ok := p.holdFast(req, key); ok {
 			if len(p.c.limiters) == 0 {
 				return l, 0, nil
 			}
-			clk := p.c.clock
+			clk, start := p.c.clock, at.Add(since)
 			if err := p.limit(req, key, start); err != nil {
 				p.cancel(l)
 				return lease{}, clk.Now().Sub(start), err

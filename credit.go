@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/headway-go/headway/pace"
@@ -103,21 +104,22 @@ func (f *fastBook) bucket(name string) *credit {
 	return nil
 }
 
-// take spends a unit of the credit of route name, returning the request's
-// number (0: none left, lapsed, or kw was swept), its route's name and when
-// it goes (at+since).
-func (f *fastBook) take(name []byte, clk Clock, dead func() bool) (n uint64, route string, at time.Time, since time.Duration) {
+// take spends a unit of the credit of the route of method and path,
+// returning the request's number (0: none left, lapsed, or the key was
+// swept: dead), its route's name and when it goes (at+since).
+func (f *fastBook) take(method, path string, clk Clock, dead *atomic.Bool) (n uint64, route string, at time.Time, since time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rc := f.last
-	if rc.name != string(name) || rc.c == nil {
+	if rc.c == nil || !isRoute(rc.name, method, path) {
+		var buf [128]byte
 		var ok bool
-		if rc, ok = f.route(name); !ok {
+		if rc, ok = f.route(routeName(&buf, method, path)); !ok {
 			return 0, "", time.Time{}, 0
 		}
 		f.last = rc
 	}
-	if rc.c.n <= 0 || dead() {
+	if rc.c.n <= 0 || dead.Load() {
 		return 0, "", time.Time{}, 0
 	}
 	d := f.since(clk)
@@ -133,6 +135,13 @@ func (f *fastBook) take(name []byte, clk Clock, dead func() bool) (n uint64, rou
 		f.base = 1
 	}
 	return f.base + uint64(len(f.recs)) - 1, rc.name, f.at, d
+}
+
+// isRoute reports whether name is the route of method and path, as
+// routeName writes it.
+func isRoute(name, method, path string) bool {
+	return len(name) == len(method)+1+len(path) && name[len(method)] == ' ' &&
+		name[:len(method)] == method && name[len(method)+1:] == path
 }
 
 // since returns how long ago on clk the credits were counted: on the
@@ -312,19 +321,18 @@ func (f *fastBook) idle() bool {
 }
 
 // holdFast sends req on its key's credit when it may (see above): it
-// returns the request's lease and when it goes, or false for the slow
-// path.
-func (p *pacer) holdFast(req *http.Request, key string) (lease, time.Time, bool) {
+// returns the request's lease and when it goes (at+since), or false for
+// the slow path.
+func (p *pacer) holdFast(req *http.Request, key string) (l lease, at time.Time, since time.Duration, ok bool) {
 	kw := p.keyWaiters(key)
 	if kw.queued.Load() != 0 {
-		return lease{}, time.Time{}, false // in line behind others: wait with them
+		return lease{}, time.Time{}, 0, false // in line behind others: wait with them
 	}
-	var buf [128]byte
-	n, route, at, since := kw.fast.take(routeName(&buf, req.Method, req.URL.Path), p.c.clock, kw.dead.Load)
+	n, route, at, since := kw.fast.take(req.Method, req.URL.Path, p.c.clock, &kw.dead)
 	if n == 0 {
-		return lease{}, time.Time{}, false
+		return lease{}, time.Time{}, 0, false
 	}
-	return lease{kw: kw, fast: n, route: route}, at.Add(since), true
+	return lease{kw: kw, fast: n, route: route}, at, since, true
 }
 
 // lent books l's key's requests sent on credit in s and returns the lease

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,14 +56,14 @@ func TestCreditRouteMovesBucket(t *testing.T) {
 	}
 	step(0, A, "core", 4990)
 	step(20, B, "core", 4989)
-	n, _, _, _ := f.take([]byte(B), clk, func() bool { return false })
+	n, _, _, _ := takeRoute(&f, B, clk)
 	require.NotZero(t, n, "core is ample: B goes on credit")
 	step(40, A, "search", 4999) // A's answers now name another bucket
 	step(60, B, "core", 1)      // core all but spent
 	require.Zero(t, s.Credit(ms(70), B), "the state lends B nothing")
-	n, _, _, _ = f.take([]byte(B), clk, func() bool { return false })
+	n, _, _, _ = takeRoute(&f, B, clk)
 	require.Zero(t, n, "nor does the key's credit")
-	n, _, _, _ = f.take([]byte(A), clk, func() bool { return false })
+	n, _, _, _ = takeRoute(&f, A, clk)
 	require.NotZero(t, n, "search is ample: A goes on credit")
 }
 
@@ -183,7 +184,7 @@ func TestCreditHeaderlessAnswerKeepsRoute(t *testing.T) {
 	taken := 0
 	for _, r := range []string{A, B} {
 		for {
-			n, _, _, _ := f.take([]byte(r), clk, func() bool { return false })
+			n, _, _, _ := takeRoute(&f, r, clk)
 			if n == 0 {
 				break
 			}
@@ -228,7 +229,7 @@ func TestCreditRouteInUseIsRemembered(t *testing.T) {
 	}
 	step(Y, "search")
 	// Y goes on credit once, and is booked: Spent makes it the newest.
-	n, _, _, _ := f.take([]byte(Y), clk, func() bool { return false })
+	n, _, _, _ := takeRoute(&f, Y, clk)
 	require.NotZero(t, n)
 	require.True(t, f.answered(n, clk))
 	step(B, "search") // answered again: B is the newest route
@@ -239,11 +240,17 @@ func TestCreditRouteInUseIsRemembered(t *testing.T) {
 
 	// 50 requests to B on search's credit, answered, and booked.
 	for range 50 {
-		n, _, _, _ := f.take([]byte(B), clk, func() bool { return false })
+		n, _, _, _ := takeRoute(&f, B, clk)
 		require.NotZero(t, n, "B is lent search's credit")
 		require.True(t, f.answered(n, clk))
 	}
 	f.update(&s, ms(at+6), time.Time{}, &cfg, "", "", false, func() {})
 	after := s.Credit(ms(at+6), Y)
 	require.Less(t, after, before, "search's credit after 50 of its units were spent")
+}
+
+// takeRoute takes a unit of route's credit in f (route as "METHOD /path").
+func takeRoute(f *fastBook, route string, clk Clock) (uint64, string, time.Time, time.Duration) {
+	method, path, _ := strings.Cut(route, " ")
+	return f.take(method, path, clk, new(atomic.Bool))
 }
