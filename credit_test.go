@@ -24,7 +24,7 @@ import (
 func creditAPI(t *testing.T, limit int, window time.Duration, next http.Handler, opts ...headway.Option) (*ratelimittest.Handler, http.RoundTripper) {
 	t.Helper()
 	h, err := ratelimittest.NewHandler(next,
-		ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: limit, Window: window}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: limit, Window: window}),
 		ratelimittest.WithDialect(ratelimittest.IETF), ratelimittest.WithDialect(ratelimittest.XRateLimit))
 	require.NoError(t, err)
 	rt := headway.NewTransport(sim.Transport{Handler: h, RTT: 2 * time.Millisecond},

@@ -27,7 +27,7 @@ import (
 // its goroutine and request until then.
 func TestUnservableFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Limit: 50, Window: time.Second}))
+		h, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Limit: 50, Window: time.Second}))
 		require.NoError(t, err)
 		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: h, RTT: 20 * time.Millisecond}, headway.WithMaxWait(2*time.Minute))}
 		const n = 10000

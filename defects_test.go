@@ -76,7 +76,7 @@ func TestHTTP2StreamResetIsRetried(t *testing.T) {
 	loNoLeaks(t)
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	srv := ratelimittest.NewUnstartedServer(api,
-		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 1000, Window: time.Second}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Limit: 1000, Window: time.Second}),
 		ratelimittest.WithDroppedConnections(1)) // every admitted request is dropped
 	srv.EnableHTTP2 = true
 	srv.StartTLS()

@@ -70,8 +70,8 @@ func Example_gitHub() {
 	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"login":"octocat"}`) })
 	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.GitHub),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "core", Limit: 5000, Window: time.Hour}),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "secondary", Limit: 10, Window: time.Second}))
+		ratelimittest.WithQuota(ratelimittest.Quota{Name: "core", Limit: 5000, Window: time.Hour}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Name: "secondary", Limit: 10, Window: time.Second}))
 	defer srv.Close()
 	base := srv.Client()
 	defer onFakeTime(clock, base)()
@@ -103,8 +103,8 @@ func ExampleContextWithCost() {
 	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"choices":[]}`) })
 	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.OpenAI),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 500, Window: time.Minute}),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Unit: ratelimittest.UnitTokens, Limit: 10000, Window: time.Minute,
+		ratelimittest.WithQuota(ratelimittest.Quota{Limit: 500, Window: time.Minute}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Unit: ratelimittest.UnitTokens, Limit: 10000, Window: time.Minute,
 			Cost: ratelimittest.CostFromHeader("X-Estimated-Tokens", 1)}))
 	defer srv.Close()
 	base := srv.Client()
@@ -143,7 +143,7 @@ func ExampleWithQuota() {
 		}
 	})
 	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.None),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 1000, Window: time.Minute}))
+		ratelimittest.WithQuota(ratelimittest.Quota{Limit: 1000, Window: time.Minute}))
 	defer srv.Close()
 	base := srv.Client()
 	defer onFakeTime(clock, base)()
@@ -182,7 +182,7 @@ func ExampleWithLimiter() {
 		mu.Unlock()
 	})
 	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock), ratelimittest.WithDialect(ratelimittest.None),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 1000, Window: time.Second}))
+		ratelimittest.WithQuota(ratelimittest.Quota{Limit: 1000, Window: time.Second}))
 	defer srv.Close()
 	base := srv.Client()
 	defer onFakeTime(clock, base)()

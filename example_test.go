@@ -122,7 +122,7 @@ func ExampleWithClock() {
 	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
 	srv := ratelimittest.NewServer(api, ratelimittest.WithClock(clock),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 2, Window: time.Second}))
+		ratelimittest.WithQuota(ratelimittest.Quota{Limit: 2, Window: time.Second}))
 	defer srv.Close()
 	client := headway.Wrap(srv.Client(), headway.WithClock(clock), headway.WithRandSource(rand.NewPCG(1, 2)))
 

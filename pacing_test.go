@@ -36,7 +36,7 @@ func simRun(t *testing.T, s sim.Scenario) (r sim.Result) {
 // whole table): 300 requests from 16 workers into 50 per second, 20 ms
 // round trips.
 func TestPacingTargets(t *testing.T) {
-	p := func(alg rlt.Algorithm) rlt.Policy { return rlt.Policy{Algorithm: alg, Limit: 50, Window: time.Second} }
+	p := func(alg rlt.Algorithm) rlt.Quota { return rlt.Quota{Algorithm: alg, Limit: 50, Window: time.Second} }
 	for _, tc := range []struct {
 		alg          rlt.Algorithm
 		dialect      rlt.Dialect
@@ -69,7 +69,7 @@ func TestPacingTargets(t *testing.T) {
 // pause releases the whole herd at one instant); with pacing every one
 // succeeds in about 20 s, with no 429.
 func TestThousandGoroutinesIntoFiftyPerSecond(t *testing.T) {
-	s := sim.Scenario{Policy: rlt.Policy{Limit: 50, Window: time.Second}, Dialect: rlt.IETF,
+	s := sim.Scenario{Policy: rlt.Quota{Limit: 50, Window: time.Second}, Dialect: rlt.IETF,
 		Requests: 1000, Workers: 1000, RTT: 20 * time.Millisecond}
 	r := simRun(t, s)
 	require.Equal(t, 1000, r.Succeeded, "%v", r.Errors)
@@ -85,7 +85,7 @@ func TestThousandGoroutinesIntoFiftyPerSecond(t *testing.T) {
 // TestTenThousandGoroutinesOnOneKey stays correct under -race: every
 // request succeeds, none is refused, and the key's quota is never exceeded.
 func TestTenThousandGoroutinesOnOneKey(t *testing.T) {
-	r := simRun(t, sim.Scenario{Policy: rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 2000, Window: time.Second},
+	r := simRun(t, sim.Scenario{Policy: rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 2000, Window: time.Second},
 		Dialect: rlt.IETF, Requests: 10000, Workers: 10000, RTT: 10 * time.Millisecond})
 	require.Equal(t, 10000, r.Succeeded, "%v", r.Errors)
 	require.LessOrEqual(t, r.ThrottledShare(), 0.01, "%v", r)
@@ -164,8 +164,8 @@ func TestRequestCosts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 		h, err := rlt.NewHandler(api, rlt.WithDialect(rlt.OpenAI),
-			rlt.WithPolicy(rlt.Policy{Limit: 1000, Window: time.Minute}),
-			rlt.WithPolicy(rlt.Policy{Limit: 10000, Window: time.Minute, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 0)}))
+			rlt.WithQuota(rlt.Quota{Limit: 1000, Window: time.Minute}),
+			rlt.WithQuota(rlt.Quota{Limit: 10000, Window: time.Minute, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 0)}))
 		require.NoError(t, err)
 		client := &http.Client{Transport: headway.NewTransport(sim.Transport{Handler: h, RTT: 20 * time.Millisecond}, headway.WithMaxWait(2*time.Minute))}
 		var wg sync.WaitGroup
@@ -202,7 +202,7 @@ func TestRequestCosts(t *testing.T) {
 func TestWaitsAreReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-		h, err := rlt.NewHandler(api, rlt.WithDialect(rlt.IETF), rlt.WithPolicy(rlt.Policy{Limit: 2, Window: time.Minute}))
+		h, err := rlt.NewHandler(api, rlt.WithDialect(rlt.IETF), rlt.WithQuota(rlt.Quota{Limit: 2, Window: time.Minute}))
 		require.NoError(t, err)
 		var mu sync.Mutex
 		var events []headway.WaitEvent

@@ -25,7 +25,7 @@ import (
 func TestPriorityJumpsTheLine(t *testing.T) {
 	for _, prio := range []int{headway.PriorityInteractive, headway.PriorityBatch} {
 		synctest.Test(t, func(t *testing.T) {
-			h, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 50, Window: time.Second}))
+			h, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 50, Window: time.Second}))
 			require.NoError(t, err)
 			var mu sync.Mutex
 			var interactiveAt time.Time

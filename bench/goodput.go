@@ -34,7 +34,7 @@ const (
 func GoodputScenario(alg rlt.Algorithm, d rlt.Dialect) sim.Scenario {
 	return sim.Scenario{
 		Name:      string(alg) + "/" + string(d),
-		Policy:    rlt.Policy{Algorithm: alg, Limit: GoodputLimit, Window: time.Second},
+		Policy:    rlt.Quota{Algorithm: alg, Limit: GoodputLimit, Window: time.Second},
 		Dialect:   d,
 		Requests:  GoodputRequests,
 		Workers:   GoodputWorkers,
@@ -85,7 +85,7 @@ func RunGoodput(s sim.Scenario, p Peer) sim.Result {
 	s.Processes = 1
 	time.Sleep(s.Phase)
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	opts := append([]rlt.Option{rlt.WithPolicy(s.Policy), rlt.WithDialect(s.Dialect)}, s.Options...)
+	opts := append([]rlt.Option{rlt.WithQuota(s.Policy), rlt.WithDialect(s.Dialect)}, s.Options...)
 	h, err := rlt.NewHandler(api, opts...)
 	if err != nil {
 		panic(err)

@@ -35,7 +35,7 @@ func TestSmallBurstBucket(t *testing.T) {
 		t.Run(fmt.Sprintf("%s, round trips of %v", tt.alg, tt.rtt), func(t *testing.T) {
 			e := emulate(t, emu{
 				opts: []ratelimittest.Option{
-					ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: tt.alg, Limit: 50, Window: time.Second, Burst: 6}),
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: tt.alg, Limit: 50, Window: time.Second, Burst: 6}),
 					ratelimittest.WithDialect(ratelimittest.XRateLimit),
 				},
 				workers: 16, latency: tt.rtt, span: 10 * time.Second,
@@ -72,8 +72,8 @@ func TestStackedPolicies(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			e := emulate(t, emu{
 				opts: []ratelimittest.Option{
-					ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}),
-					ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 600, Window: time.Minute}),
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}),
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 600, Window: time.Minute}),
 					ratelimittest.WithDialect(d),
 					ratelimittest.WithMisleadingHeaders(),
 				},

@@ -71,7 +71,7 @@ func (y *story) exchange(srv *server, from time.Duration, name string, rtt time.
 // the window from a bucket that the first answers fit as well), and the
 // first answer after it, 9 left, lets the rest of the window go at once.
 func TestFixedWindow(t *testing.T) {
-	srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}),
+	srv := newServer(t, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}),
 		ratelimittest.WithDialect(ratelimittest.IETF))
 	y := newStory(t, nil)
 	rtt := ms(10)
@@ -121,7 +121,7 @@ func TestFixedWindow(t *testing.T) {
 // fitted rules: +12 ms in every window).
 func TestFixedWindowAgainstServer(t *testing.T) {
 	e := emulate(t, emu{
-		opts:    []ratelimittest.Option{ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}), ratelimittest.WithDialect(ratelimittest.IETF)},
+		opts:    []ratelimittest.Option{ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}), ratelimittest.WithDialect(ratelimittest.IETF)},
 		workers: 16, latency: 20 * time.Millisecond, span: 60 * time.Second,
 		start: t0.Add(ms(370)),
 	})
@@ -180,7 +180,7 @@ func TestSlidingLog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 3, Window: w}),
+			srv := newServer(t, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: 3, Window: w}),
 				ratelimittest.WithDialect(ratelimittest.IETF))
 			y := newStory(t, nil)
 			rtt := ms(20)
@@ -235,7 +235,7 @@ func TestBucketRate(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			e := emulate(t, emu{
 				opts: []ratelimittest.Option{
-					ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: rate, Window: time.Second, Burst: 10}),
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: rate, Window: time.Second, Burst: 10}),
 					ratelimittest.WithDialect(d),
 				},
 				workers: 8, latency: 20 * time.Millisecond, span: 30 * time.Second,
@@ -305,7 +305,7 @@ func TestNothingLatches(t *testing.T) {
 		// refusal is considered again 64 windows later: alive at the
 		// end, or refuted again since.
 		const revive = 64 * 10 * time.Second
-		srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 3, Window: 10 * time.Second}),
+		srv := newServer(t, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: 3, Window: 10 * time.Second}),
 			ratelimittest.WithDialect(ratelimittest.IETF))
 		y := newStory(t, nil)
 		rtt := ms(20)
@@ -382,21 +382,21 @@ func TestProbeBudget(t *testing.T) {
 	sends, refused := 0, 0
 	for _, tt := range []struct {
 		name   string
-		policy ratelimittest.Policy
+		policy ratelimittest.Quota
 		d      ratelimittest.Dialect
 		rtts   []time.Duration
 		window time.Duration // what the model takes the window to be
 	}{
-		{"a small-burst bucket", ratelimittest.Policy{Algorithm: ratelimittest.GCRA, Limit: 50, Window: time.Second, Burst: 6}, ratelimittest.XRateLimit, []time.Duration{time.Millisecond}, time.Second},
-		{"a fixed window", ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}, ratelimittest.IETF, []time.Duration{ms(15), ms(20), ms(25), ms(30), ms(40)}, time.Second},
-		{"a sliding log", ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 10, Window: time.Second}, ratelimittest.IETF, []time.Duration{ms(20)}, time.Second},
-		{"a token bucket", ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 20, Window: time.Second, Burst: 10}, ratelimittest.IETF, []time.Duration{ms(20)}, time.Second},
+		{"a small-burst bucket", ratelimittest.Quota{Algorithm: ratelimittest.GCRA, Limit: 50, Window: time.Second, Burst: 6}, ratelimittest.XRateLimit, []time.Duration{time.Millisecond}, time.Second},
+		{"a fixed window", ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}, ratelimittest.IETF, []time.Duration{ms(15), ms(20), ms(25), ms(30), ms(40)}, time.Second},
+		{"a sliding log", ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: 10, Window: time.Second}, ratelimittest.IETF, []time.Duration{ms(20)}, time.Second},
+		{"a token bucket", ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: 20, Window: time.Second, Burst: 10}, ratelimittest.IETF, []time.Duration{ms(20)}, time.Second},
 	} {
 		for _, rtt := range tt.rtts {
 			t.Run(fmt.Sprintf("%s/rtt%v", tt.name, rtt), func(t *testing.T) {
 				span := 10 * time.Minute
 				e := emulate(t, emu{
-					opts:    []ratelimittest.Option{ratelimittest.WithPolicy(tt.policy), ratelimittest.WithDialect(tt.d)},
+					opts:    []ratelimittest.Option{ratelimittest.WithQuota(tt.policy), ratelimittest.WithDialect(tt.d)},
 					workers: 16, latency: rtt, span: span, refuseProbes: true,
 				})
 				per := max(probeTrickle*tt.window, probeTrickle*time.Second)
@@ -420,7 +420,7 @@ func TestProbeBudget(t *testing.T) {
 // window, and the client waited two seconds a window: on loopback, 300
 // requests at 50 per second took 7.7-16.6 s.)
 func TestIdleSpellIsNoWindow(t *testing.T) {
-	srv := newServer(t, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second, Anchor: ratelimittest.AnchorFirstRequest}),
+	srv := newServer(t, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second, Anchor: ratelimittest.AnchorFirstRequest}),
 		ratelimittest.WithDialect(ratelimittest.XRateLimit))
 	y := newStory(t, nil)
 	rtt := ms(2)

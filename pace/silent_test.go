@@ -12,9 +12,9 @@ import (
 
 // silentServer is a ratelimittest server that says nothing of its limit:
 // no rate-limit headers, no Retry-After.
-func silentServer(p ratelimittest.Policy) []ratelimittest.Option {
+func silentServer(p ratelimittest.Quota) []ratelimittest.Option {
 	return []ratelimittest.Option{
-		ratelimittest.WithPolicy(p),
+		ratelimittest.WithQuota(p),
 		ratelimittest.WithDialect(ratelimittest.None),
 		ratelimittest.WithRetryAfter(ratelimittest.RetryAfterNone),
 	}
@@ -31,15 +31,15 @@ func silentServer(p ratelimittest.Policy) []ratelimittest.Option {
 func TestSilentIdentifies(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		p       ratelimittest.Policy
+		p       ratelimittest.Quota
 		rate    float64 // per second, sustained
 		refused int
 		want    string // the candidate that paces, among those left
 	}{
-		{"sliding log of 20 a second", ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 20, Window: time.Second}, 20, 16 + 6, "sliding log of 1s"},
-		{"fixed window of 50 a second", ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}, 50, 16 + 10, "fixed window of 1s"},
-		{"leaky bucket, 50/s one at a time", ratelimittest.Policy{Algorithm: ratelimittest.LeakyBucket, Limit: 50, Window: time.Second, Burst: 1}, 50, 16 + 6, "bucket of 50/s"},
-		{"token bucket, 50/s, burst 11", ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 50, Window: time.Second, Burst: 11}, 50, 16 + 6, "bucket of 50/s"},
+		{"sliding log of 20 a second", ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: 20, Window: time.Second}, 20, 16 + 6, "sliding log of 1s"},
+		{"fixed window of 50 a second", ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}, 50, 16 + 10, "fixed window of 1s"},
+		{"leaky bucket, 50/s one at a time", ratelimittest.Quota{Algorithm: ratelimittest.LeakyBucket, Limit: 50, Window: time.Second, Burst: 1}, 50, 16 + 6, "bucket of 50/s"},
+		{"token bucket, 50/s, burst 11", ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: 50, Window: time.Second, Burst: 11}, 50, 16 + 6, "bucket of 50/s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := emulate(t, emu{opts: silentServer(tt.p), workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second, start: t0.Add(ms(370))})
@@ -67,7 +67,7 @@ func TestSilentIdentifies(t *testing.T) {
 // the server, and nothing stalls.
 func TestSilentCounter(t *testing.T) {
 	e := emulate(t, emu{
-		opts:    silentServer(ratelimittest.Policy{Algorithm: ratelimittest.SlidingCounter, Limit: 50, Window: time.Second}),
+		opts:    silentServer(ratelimittest.Quota{Algorithm: ratelimittest.SlidingCounter, Limit: 50, Window: time.Second}),
 		workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second, start: t0.Add(ms(370)),
 	})
 	t.Logf("%d sends, %d refused (%d probes); per second %v; envelope %v", len(e.sends), len(e.refused), e.probes, perSecond(e, 10), e.st.k.silent.envelope)
@@ -81,7 +81,7 @@ func TestSilentCounter(t *testing.T) {
 // held back, and the model costs it nothing but the ledger of arrivals.
 func TestSilentNothingBeforeARefusal(t *testing.T) {
 	e := emulate(t, emu{
-		opts:    silentServer(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 1_000_000, Window: time.Second}),
+		opts:    silentServer(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 1_000_000, Window: time.Second}),
 		workers: 4, latency: 20 * time.Millisecond, span: 2 * time.Second,
 	})
 	require.Empty(t, e.refused)

@@ -77,7 +77,7 @@ func (s xcStep) with(k, v string) xcStep {
 
 type xcScenario struct {
 	name      string
-	policies  []ratelimittest.Policy
+	policies  []ratelimittest.Quota
 	partition string // the request header that partitions the quota, if any
 	steps     []xcStep
 }
@@ -91,7 +91,7 @@ type xcMeta struct {
 	window   time.Duration // the IETF w: the window, or for buckets the time to refill a burst (q/w is the rate)
 }
 
-func xcMetaOf(p ratelimittest.Policy) xcMeta {
+func xcMetaOf(p ratelimittest.Quota) xcMeta {
 	m := xcMeta{name: p.Name, named: p.Name != "", unit: ratelimit.UnitRequests, capacity: int64(p.Limit), window: p.Window}
 	if !m.named {
 		// Policy.Name: "Empty means a name made from the numbers, such as
@@ -335,7 +335,7 @@ func xcScenarios() []xcScenario {
 	// One unnamed fixed window of 5 per second, from 250ms into a second.
 	out = append(out, xcScenario{
 		name:     "single",
-		policies: []ratelimittest.Policy{{Limit: 5, Window: time.Second}},
+		policies: []ratelimittest.Quota{{Limit: 5, Window: time.Second}},
 		steps: []xcStep{
 			ok(0, s(4, 750*ms)),
 			ok(100*ms, s(3, 650*ms)),
@@ -397,7 +397,7 @@ func xcScenarios() []xcScenario {
 		steps = append(steps, ok(40*time.Second, s(4, 750*ms), s(99, time.Minute-250*ms)))
 		out = append(out, xcScenario{
 			name: "stacked",
-			policies: []ratelimittest.Policy{
+			policies: []ratelimittest.Quota{
 				{Name: "burst", Limit: 5, Window: time.Second},
 				{Name: "sustained", Limit: 100, Window: time.Minute},
 			},
@@ -420,7 +420,7 @@ func xcScenarios() []xcScenario {
 		)
 		out = append(out, xcScenario{
 			name:     "token-bucket",
-			policies: []ratelimittest.Policy{{Name: "bucket", Algorithm: ratelimittest.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}},
+			policies: []ratelimittest.Quota{{Name: "bucket", Algorithm: ratelimittest.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}},
 			steps:    steps,
 		})
 	}
@@ -439,7 +439,7 @@ func xcScenarios() []xcScenario {
 		)
 		out = append(out, xcScenario{
 			name:     "leaky-bucket",
-			policies: []ratelimittest.Policy{{Name: "rest", Algorithm: ratelimittest.LeakyBucket, Limit: 2, Window: time.Second, Burst: 40}},
+			policies: []ratelimittest.Quota{{Name: "rest", Algorithm: ratelimittest.LeakyBucket, Limit: 2, Window: time.Second, Burst: 40}},
 			steps:    steps,
 		})
 	}
@@ -450,7 +450,7 @@ func xcScenarios() []xcScenario {
 		left := 59750 * ms // until the minute ends, from the start
 		out = append(out, xcScenario{
 			name: "tokens",
-			policies: []ratelimittest.Policy{
+			policies: []ratelimittest.Quota{
 				{Name: "rpm", Limit: 50, Window: time.Minute},
 				{Name: "tpm", Limit: 1000, Window: time.Minute, Unit: ratelimittest.UnitTokens, Cost: ratelimittest.CostFromHeader(cost, 100)},
 			},
@@ -473,7 +473,7 @@ func xcScenarios() []xcScenario {
 		const key = "X-Api-Key"
 		out = append(out, xcScenario{
 			name:      "partitioned",
-			policies:  []ratelimittest.Policy{{Name: "per-key", Limit: 3, Window: time.Second}},
+			policies:  []ratelimittest.Quota{{Name: "per-key", Limit: 3, Window: time.Second}},
 			partition: key,
 			steps: []xcStep{
 				ok(0, s(2, 750*ms)).with(key, "alice"),
@@ -490,7 +490,7 @@ func xcScenarios() []xcScenario {
 	// burst (300ms) is below the IETF w's precision, so w is rounded up.
 	out = append(out, xcScenario{
 		name:     "gcra",
-		policies: []ratelimittest.Policy{{Name: "gcra", Algorithm: ratelimittest.GCRA, Limit: 10, Window: time.Second, Burst: 3}},
+		policies: []ratelimittest.Quota{{Name: "gcra", Algorithm: ratelimittest.GCRA, Limit: 10, Window: time.Second, Burst: 3}},
 		steps: []xcStep{
 			ok(0, s(2, 100*ms)),
 			ok(0, s(1, 200*ms)),
@@ -504,7 +504,7 @@ func xcScenarios() []xcScenario {
 	// A window shorter than a second, which the IETF w rounds up.
 	out = append(out, xcScenario{
 		name:     "subsecond",
-		policies: []ratelimittest.Policy{{Limit: 2, Window: 500 * ms}},
+		policies: []ratelimittest.Quota{{Limit: 2, Window: 500 * ms}},
 		steps: []xcStep{
 			ok(0, s(1, 250*ms)),
 			ok(0, s(0, 250*ms)),
@@ -520,7 +520,7 @@ func xcScenarios() []xcScenario {
 		left := 59750 * ms
 		out = append(out, xcScenario{
 			name: "stacked-same-limit",
-			policies: []ratelimittest.Policy{
+			policies: []ratelimittest.Quota{
 				{Name: "second", Limit: 10, Window: time.Second},
 				{Name: "minute", Limit: 10, Window: time.Minute},
 			},
@@ -561,7 +561,7 @@ func xcRun(t *testing.T, sc xcScenario, dl xcDialect, ra ratelimittest.RetryAfte
 		ratelimittest.WithDateSkew(skew),
 	}
 	for _, p := range sc.policies {
-		opts = append(opts, ratelimittest.WithPolicy(p))
+		opts = append(opts, ratelimittest.WithQuota(p))
 	}
 	if sc.partition != "" {
 		opts = append(opts, ratelimittest.WithPartition(ratelimittest.ByHeader(sc.partition)))

@@ -18,7 +18,7 @@ func TestAnchoredWindows(t *testing.T) {
 	epoch := start.Unix()
 	t.Run("per key", func(t *testing.T) {
 		h, clock := newHandler(t, rlt.WithPartition(rlt.ByHeader("K")), rlt.WithDialect(rlt.IETFDraft07, rlt.OpenAI, rlt.XRateLimit),
-			rlt.WithPolicy(rlt.Policy{Limit: 3, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
+			rlt.WithQuota(rlt.Quota{Limit: 3, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
 		alice := func() *http.Response { return call(h, "K", "alice") }
 		res := alice() // 12:00:00.25: alice's window is [00.25, 01.25)
 		require.Equal(t, 200, res.StatusCode)
@@ -58,7 +58,7 @@ func TestAnchoredWindows(t *testing.T) {
 		require.Equal(t, []time.Duration{0, 900 * ms, 900 * ms, 900 * ms, 1000 * ms}, got)
 	})
 	t.Run("a request that cannot fit opens the window", func(t *testing.T) {
-		h, clock := newHandler(t, rlt.WithPolicy(rlt.Policy{Name: "a", Limit: 3, Window: 10 * time.Second,
+		h, clock := newHandler(t, rlt.WithQuota(rlt.Quota{Name: "a", Limit: 3, Window: 10 * time.Second,
 			Anchor: rlt.AnchorFirstRequest, Cost: rlt.CostFromHeader("X-Cost", 1)}))
 		res := call(h, "X-Cost", "4")
 		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
@@ -68,8 +68,8 @@ func TestAnchoredWindows(t *testing.T) {
 	})
 	t.Run("a request another policy refuses opens the window", func(t *testing.T) {
 		h, clock := newHandler(t,
-			rlt.WithPolicy(rlt.Policy{Name: "a", Limit: 3, Window: 10 * time.Second, Anchor: rlt.AnchorFirstRequest}),
-			rlt.WithPolicy(rlt.Policy{Name: "b", Limit: 1, Window: time.Minute}))
+			rlt.WithQuota(rlt.Quota{Name: "a", Limit: 3, Window: 10 * time.Second, Anchor: rlt.AnchorFirstRequest}),
+			rlt.WithQuota(rlt.Quota{Name: "b", Limit: 1, Window: time.Minute}))
 		res := call(h)
 		require.Equal(t, 200, res.StatusCode)
 		require.Equal(t, `"a";r=2;t=10, "b";r=0;t=60`, res.Header.Get("RateLimit"))
@@ -83,19 +83,19 @@ func TestAnchoredWindows(t *testing.T) {
 	})
 	t.Run("every algorithm but fixed-window refuses it", func(t *testing.T) {
 		for _, alg := range rlt.Algorithms() {
-			_, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
+			_, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
 			if alg == rlt.FixedWindow {
 				require.NoError(t, err)
 				continue
 			}
 			require.EqualError(t, err, "ratelimittest: policy 1: anchor first-request: only fixed-window has windows to start at a key's first request, not "+string(alg))
 		}
-		_, err := rlt.NewHandler(nil, rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second, Anchor: "midnight"}))
+		_, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second, Anchor: "midnight"}))
 		require.EqualError(t, err, `ratelimittest: policy 1: unknown anchor "midnight" (want one of clock, first-request)`)
 	})
 	t.Run("the clock anchor is the default", func(t *testing.T) {
 		for _, a := range []rlt.Anchor{"", rlt.AnchorClock} {
-			h, _ := newHandler(t, rlt.WithDialect(rlt.OpenAI), rlt.WithPolicy(rlt.Policy{Limit: 3, Window: time.Second, Anchor: a}))
+			h, _ := newHandler(t, rlt.WithDialect(rlt.OpenAI), rlt.WithQuota(rlt.Quota{Limit: 3, Window: time.Second, Anchor: a}))
 			require.Equal(t, "750ms", call(h).Header.Get("X-Ratelimit-Reset-Requests"))
 		}
 	})
@@ -118,7 +118,7 @@ func TestParseAnchor(t *testing.T) {
 // in its own window, whatever the interleaving.
 func TestAnchoredWindowsUnderConcurrency(t *testing.T) {
 	h, clock := newHandler(t, rlt.WithPartition(rlt.ByHeader("K")), rlt.WithDialect(rlt.XRateLimit, rlt.OpenAI),
-		rlt.WithPolicy(rlt.Policy{Limit: 7, Window: time.Minute, Anchor: rlt.AnchorFirstRequest}),
+		rlt.WithQuota(rlt.Quota{Limit: 7, Window: time.Minute, Anchor: rlt.AnchorFirstRequest}),
 		rlt.WithRetryAfterFullWindow(), rlt.WithCoarseResets(), rlt.WithResetAlwaysOne())
 	keys := []string{"a", "b", "c", "d"}
 	for round := range 2 {

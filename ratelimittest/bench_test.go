@@ -31,7 +31,7 @@ func BenchmarkHandler(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				clock := rlt.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 				h, err := rlt.NewHandler(api, rlt.WithClock(clock), rlt.WithAdmissionLog(0),
-					rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: limit, Window: time.Hour}))
+					rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: limit, Window: time.Hour}))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -28,26 +28,26 @@ func TestChargeRefused(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
 		name     string
-		policy   rlt.Policy
+		policy   rlt.Quota
 		admitted int
 		// The wait after the hammer at 0.5s, and the last refusal's reset.
 		free, charged           time.Duration
 		freeReset, chargedReset string
 		why                     string
 	}{
-		{"fixed window", rlt.Policy{Algorithm: rlt.FixedWindow}, 4, 500 * ms, 500 * ms, "500ms", "500ms",
+		{"fixed window", rlt.Quota{Algorithm: rlt.FixedWindow}, 4, 500 * ms, 500 * ms, "500ms", "500ms",
 			"the count passes the limit and is forgotten at the window's end"},
-		{"anchored window", rlt.Policy{Algorithm: rlt.FixedWindow, Anchor: rlt.AnchorFirstRequest}, 4, 500 * ms, 500 * ms, "500ms", "500ms",
+		{"anchored window", rlt.Quota{Algorithm: rlt.FixedWindow, Anchor: rlt.AnchorFirstRequest}, 4, 500 * ms, 500 * ms, "500ms", "500ms",
 			"as the fixed window: the window opened at 0 ends at 1s"},
-		{"sliding log", rlt.Policy{Algorithm: rlt.SlidingLog}, 4, 500 * ms, time.Second, "500ms", "1s",
+		{"sliding log", rlt.Quota{Algorithm: rlt.SlidingLog}, 4, 500 * ms, time.Second, "500ms", "1s",
 			"the six refusals at 0.5s push the four admissions at 0 out of the log: the next unit frees at 1.5s"},
-		{"sliding counter", rlt.Policy{Algorithm: rlt.SlidingCounter}, 4, 500*ms + 1, 1100*ms + 1, "501ms", "1.101s",
+		{"sliding counter", rlt.Quota{Algorithm: rlt.SlidingCounter}, 4, 500*ms + 1, 1100*ms + 1, "501ms", "1.101s",
 			"the window holds 10, not 4: in the next one 10*(1-e)+1 < 5 needs e > 0.6s"},
-		{"token bucket", rlt.Policy{Algorithm: rlt.TokenBucket}, 6, 250 * ms, 1250 * ms, "250ms", "1.25s",
+		{"token bucket", rlt.Quota{Algorithm: rlt.TokenBucket}, 6, 250 * ms, 1250 * ms, "250ms", "1.25s",
 			"four refusals take four tokens the bucket does not have: level -4, five tokens to a request"},
-		{"leaky bucket", rlt.Policy{Algorithm: rlt.LeakyBucket}, 6, 250 * ms, 1250 * ms, "250ms", "1.25s",
+		{"leaky bucket", rlt.Quota{Algorithm: rlt.LeakyBucket}, 6, 250 * ms, 1250 * ms, "250ms", "1.25s",
 			"the bucket holds 8 of 4: five units must leak"},
-		{"gcra", rlt.Policy{Algorithm: rlt.GCRA}, 6, 250 * ms, 1250 * ms, "250ms", "1.25s",
+		{"gcra", rlt.Quota{Algorithm: rlt.GCRA}, 6, 250 * ms, 1250 * ms, "250ms", "1.25s",
 			"TAT moves from 1.5s to 2.5s (the cap, 2s ahead); conforming at TAT-0.75s"},
 	} {
 		for _, charge := range []bool{false, true} {
@@ -59,7 +59,7 @@ func TestChargeRefused(t *testing.T) {
 				p := tc.policy
 				p.Limit, p.Window = 4, time.Second
 				clock := rlt.NewManualClock(aligned)
-				opts := []rlt.Option{rlt.WithClock(clock), rlt.WithPolicy(p), rlt.WithDialect(rlt.OpenAI)}
+				opts := []rlt.Option{rlt.WithClock(clock), rlt.WithQuota(p), rlt.WithDialect(rlt.OpenAI)}
 				if charge {
 					opts = append(opts, rlt.WithChargeRefused())
 				}
@@ -112,8 +112,8 @@ func TestChargeRefusedSpendsEveryPolicy(t *testing.T) {
 	for _, charge := range []bool{false, true} {
 		clock := rlt.NewManualClock(aligned)
 		opts := []rlt.Option{rlt.WithClock(clock),
-			rlt.WithPolicy(rlt.Policy{Limit: 2, Window: time.Second}),
-			rlt.WithPolicy(rlt.Policy{Limit: 5, Window: 10 * time.Second})}
+			rlt.WithQuota(rlt.Quota{Limit: 2, Window: time.Second}),
+			rlt.WithQuota(rlt.Quota{Limit: 5, Window: 10 * time.Second})}
 		if charge {
 			opts = append(opts, rlt.WithChargeRefused())
 		}
@@ -139,7 +139,7 @@ func TestFits(t *testing.T) {
 	t.Run("anchored window", func(t *testing.T) {
 		clock := rlt.NewManualClock(aligned)
 		h, err := rlt.NewHandler(nil, rlt.WithClock(clock), rlt.WithChargeRefused(),
-			rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
+			rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
 		require.NoError(t, err)
 		for range 3 {
 			ok, wait := h.Fits(get())
@@ -158,7 +158,7 @@ func TestFits(t *testing.T) {
 	t.Run("cost beyond the capacity", func(t *testing.T) {
 		clock := rlt.NewManualClock(aligned)
 		h, err := rlt.NewHandler(nil, rlt.WithClock(clock), rlt.WithChargeRefused(),
-			rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 4, Window: time.Second, Cost: rlt.CostFromHeader("X-Cost", 1)}))
+			rlt.WithQuota(rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 4, Window: time.Second, Cost: rlt.CostFromHeader("X-Cost", 1)}))
 		require.NoError(t, err)
 		big := get()
 		big.Header.Set("X-Cost", "5")
@@ -171,7 +171,7 @@ func TestFits(t *testing.T) {
 	t.Run("partitions", func(t *testing.T) {
 		clock := rlt.NewManualClock(aligned)
 		h, err := rlt.NewHandler(nil, rlt.WithClock(clock), rlt.WithPartition(rlt.ByHeader("K")),
-			rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second}))
+			rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second}))
 		require.NoError(t, err)
 		require.Equal(t, 200, call(h, "K", "a").StatusCode)
 		a, b := get(), get()

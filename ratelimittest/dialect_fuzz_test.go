@@ -16,7 +16,7 @@ func FuzzIETFFields(f *testing.F) {
 	f.Add(`we"ird\name`, "", uint16(1), int64(0))
 	f.Add("ünïcode\x00\r\n", "key with spaces", uint16(65535), int64(1<<40))
 	f.Fuzz(func(t *testing.T, name, key string, limit uint16, resetMs int64) {
-		r, err := compile(Policy{Name: name, Limit: 1 + int(limit), Window: time.Minute})
+		r, err := compile(Quota{Name: name, Limit: 1 + int(limit), Window: time.Minute})
 		require.NoError(t, err)
 		reset := max(0, resetMs%(1<<50)) * int64(time.Millisecond)
 		v := view{status: []policyStatus{{rule: r, remaining: int64(limit), reset: reset}}, key: key, partitioned: true}

@@ -5,7 +5,7 @@
 //
 // # The model
 //
-// A Policy is a quota: Limit units per Window under an Algorithm (fixed
+// A Quota is what the server enforces: Limit units per Window under an Algorithm (fixed
 // window, sliding log, sliding counter, token bucket, leaky bucket as a
 // meter, or GCRA), plus a Burst for the bucket algorithms. A unit is a
 // request unless the policy counts tokens, whose cost a request states (see
@@ -14,7 +14,7 @@
 // Each policy keeps one state per partition key: one shared quota by
 // default, or one per API key (ByHeader) or per client address
 // (ByClientAddr). A fixed window is aligned to the clock unless its
-// Policy.Anchor is AnchorFirstRequest: then each key's window starts at its
+// Quota.Anchor is AnchorFirstRequest: then each key's window starts at its
 // first request, as a Redis INCR+EXPIRE counter's does, and its resets count
 // to the end of that window.
 //
@@ -54,7 +54,7 @@
 // WithRetryAfterFullWindow (Retry-After is the refusing policy's whole
 // window, as go-chi/httprate sends), WithCoarseResets (whole seconds in the
 // millisecond dialects too) and WithResetAlwaysOne (every reset says one
-// second). Policy.Anchor, above, is the quirk of windows that start at a
+// second). Quota.Anchor, above, is the quirk of windows that start at a
 // client's first request, and WithChargeRefused that of servers that count
 // a refused request as if it had been admitted, so that a client that keeps
 // sending stays refused longer.

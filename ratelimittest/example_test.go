@@ -14,7 +14,7 @@ import (
 // headers; the fourth request is refused with Retry-After.
 func ExampleNewServer() {
 	srv := ratelimittest.NewServer(nil,
-		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "api", Limit: 3, Window: time.Second}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Name: "api", Limit: 3, Window: time.Second}),
 		ratelimittest.WithDialect(ratelimittest.IETF))
 	defer srv.Close()
 
@@ -42,7 +42,7 @@ func ExampleNewServer() {
 func ExampleWithClock() {
 	clock := ratelimittest.NewManualClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	h, err := ratelimittest.NewHandler(nil, ratelimittest.WithClock(clock),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 2, Window: time.Second}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: 2, Window: time.Second}),
 		ratelimittest.WithDialect(ratelimittest.XRateLimit))
 	if err != nil {
 		panic(err)
@@ -71,8 +71,8 @@ func ExampleNewHandler() {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
 	h, err := ratelimittest.NewHandler(api,
 		ratelimittest.WithPartition(ratelimittest.ByHeader("X-Api-Key")),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: 100, Window: time.Minute}),
-		ratelimittest.WithPolicy(ratelimittest.Policy{Name: "core", Limit: 1000, Window: 24 * time.Hour}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: 100, Window: time.Minute}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Name: "core", Limit: 1000, Window: 24 * time.Hour}),
 		ratelimittest.WithDialect(ratelimittest.GitHub))
 	if err != nil {
 		panic(err)

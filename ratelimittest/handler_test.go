@@ -63,7 +63,7 @@ func repeat(code, n int) []int {
 func TestConcurrentRequestsAdmitExactlyTheQuota(t *testing.T) {
 	for _, alg := range rlt.Algorithms() {
 		t.Run(string(alg), func(t *testing.T) {
-			h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 37, Window: time.Minute}))
+			h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 37, Window: time.Minute}))
 			var wg sync.WaitGroup
 			for range 16 {
 				wg.Go(func() {
@@ -86,8 +86,8 @@ func TestConcurrentRequestsAdmitExactlyTheQuota(t *testing.T) {
 // charges none of them.
 func TestStackedPoliciesAdmitOnlyWhenAllAdmit(t *testing.T) {
 	h, clock := newHandler(t,
-		rlt.WithPolicy(rlt.Policy{Name: "burst", Limit: 3, Window: time.Second}),
-		rlt.WithPolicy(rlt.Policy{Name: "daily", Limit: 5, Window: 24 * time.Hour}),
+		rlt.WithQuota(rlt.Quota{Name: "burst", Limit: 3, Window: time.Second}),
+		rlt.WithQuota(rlt.Quota{Name: "daily", Limit: 5, Window: 24 * time.Hour}),
 		rlt.WithDialect(rlt.IETF))
 	require.Equal(t, []int{200, 200, 200, 429}, statuses(h, 4))
 	clock.Advance(time.Second)
@@ -102,7 +102,7 @@ func TestStackedPoliciesAdmitOnlyWhenAllAdmit(t *testing.T) {
 }
 
 func TestPartitions(t *testing.T) {
-	policy := rlt.WithPolicy(rlt.Policy{Limit: 2, Window: time.Second})
+	policy := rlt.WithQuota(rlt.Quota{Limit: 2, Window: time.Second})
 	t.Run("by header", func(t *testing.T) {
 		h, _ := newHandler(t, policy, rlt.WithPartition(rlt.ByHeader("X-Api-Key")))
 		require.Equal(t, []int{200, 200, 429}, statuses(h, 3, "X-Api-Key", "alice"))
@@ -178,8 +178,8 @@ func TestDialectHeaders(t *testing.T) {
 	for _, c := range cases {
 		t.Run(string(c.d), func(t *testing.T) {
 			h, _ := newHandler(t, rlt.WithDialect(c.d),
-				rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 5, Window: time.Second}),
-				rlt.WithPolicy(rlt.Policy{Name: "tpm", Limit: 1000, Window: time.Second, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 100)}))
+				rlt.WithQuota(rlt.Quota{Name: "api", Limit: 5, Window: time.Second}),
+				rlt.WithQuota(rlt.Quota{Name: "tpm", Limit: 1000, Window: time.Second, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 100)}))
 			res := call(h)
 			require.Equal(t, 200, res.StatusCode)
 			require.Equal(t, "Thu, 26 Nov 2026 12:00:00 GMT", res.Header.Get("Date"))
@@ -211,7 +211,7 @@ func TestDialectHeaders(t *testing.T) {
 		})
 	}
 	t.Run("none", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithDialect(rlt.None), rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second}))
+		h, _ := newHandler(t, rlt.WithDialect(rlt.None), rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second}))
 		for k := range call(h).Header {
 			require.Contains(t, []string{"Date", "Content-Type"}, k)
 		}
@@ -239,7 +239,7 @@ func TestDialectHeaders(t *testing.T) {
 
 // Retry-After rounds up in both forms, so waiting as told is enough.
 func TestRetryAfterForms(t *testing.T) {
-	policy := rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 2, Window: 3 * time.Second, Burst: 1})
+	policy := rlt.WithQuota(rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 2, Window: 3 * time.Second, Burst: 1})
 	for _, c := range []struct {
 		form rlt.RetryAfterForm
 		skew time.Duration
@@ -263,7 +263,7 @@ func TestRetryAfterForms(t *testing.T) {
 		})
 	}
 	t.Run("a cost that can never fit", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 5, Window: time.Second, Cost: rlt.CostFromHeader("X-Cost", 1)}))
+		h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 5, Window: time.Second, Cost: rlt.CostFromHeader("X-Cost", 1)}))
 		res := call(h, "X-Cost", "6")
 		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, "no wait would help: not a 429")
 		require.Empty(t, res.Header.Get("Retry-After"))
@@ -272,14 +272,14 @@ func TestRetryAfterForms(t *testing.T) {
 		require.Equal(t, 200, call(h, "X-Cost", "5").StatusCode)
 	})
 	t.Run("status", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second}), rlt.WithRejectStatus(403))
+		h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second}), rlt.WithRejectStatus(403))
 		require.Equal(t, []int{200, 403}, statuses(h, 2))
 	})
 }
 
 func TestFaults(t *testing.T) {
 	t.Run("server errors", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 100, Window: time.Second}),
+		h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 100, Window: time.Second}),
 			rlt.WithServerErrors(rlt.ServerErrors{Every: 5, Burst: 2}))
 		require.Equal(t, []int{200, 200, 200, 503, 503, 200, 200, 200, 503, 503}, statuses(h, 10))
 		st := h.Stats()
@@ -287,7 +287,7 @@ func TestFaults(t *testing.T) {
 		require.Equal(t, int64(4), st.Failed)
 	})
 	t.Run("dropped connections", func(t *testing.T) {
-		srv := rlt.NewServer(nil, rlt.WithPolicy(rlt.Policy{Limit: 100, Window: time.Second}), rlt.WithDroppedConnections(3))
+		srv := rlt.NewServer(nil, rlt.WithQuota(rlt.Quota{Limit: 100, Window: time.Second}), rlt.WithDroppedConnections(3))
 		defer srv.Close()
 		// A new connection per request: net/http silently retries an
 		// idempotent request whose reused connection closes unanswered.
@@ -310,7 +310,7 @@ func TestFaults(t *testing.T) {
 	t.Run("latency", func(t *testing.T) {
 		clock := fakeclock.New(start, true) // Sleep advances time at once
 		h, err := rlt.NewHandler(nil, rlt.WithClock(clock), rlt.WithLatency(300*time.Millisecond),
-			rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second}))
+			rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second}))
 		require.NoError(t, err)
 		require.Equal(t, []int{200, 429, 200}, statuses(h, 3), "at 0.55s, 0.85s, then 1.15s: a new window")
 		require.Equal(t, []time.Duration{300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}, clock.Sleeps())
@@ -328,8 +328,8 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("misleading headers", func(t *testing.T) {
 		h, clock := newHandler(t, rlt.WithMisleadingHeaders(), rlt.WithDialect(rlt.IETF),
-			rlt.WithPolicy(rlt.Policy{Name: "burst", Limit: 2, Window: time.Second}),
-			rlt.WithPolicy(rlt.Policy{Name: "hourly", Limit: 100, Window: time.Hour}))
+			rlt.WithQuota(rlt.Quota{Name: "burst", Limit: 2, Window: time.Second}),
+			rlt.WithQuota(rlt.Quota{Name: "hourly", Limit: 100, Window: time.Hour}))
 		res := call(h)
 		require.Equal(t, `"hourly";r=99;t=3600`, res.Header.Get("RateLimit"), "only the looser policy")
 		require.Equal(t, `"hourly";q=100;w=3600`, res.Header.Get("RateLimit-Policy"))
@@ -341,7 +341,7 @@ func TestFaults(t *testing.T) {
 		require.Equal(t, `"hourly";r=97;t=3599`, call(h).Header.Get("RateLimit"))
 	})
 	t.Run("missing headers", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithMissingHeaders(2), rlt.WithPolicy(rlt.Policy{Limit: 2, Window: time.Second}))
+		h, _ := newHandler(t, rlt.WithMissingHeaders(2), rlt.WithQuota(rlt.Quota{Limit: 2, Window: time.Second}))
 		var has []bool
 		for range 4 {
 			res := call(h)
@@ -362,7 +362,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestAdmissionLog(t *testing.T) {
-	h, clock := newHandler(t, rlt.WithAdmissionLog(3), rlt.WithPolicy(rlt.Policy{Limit: 100, Window: time.Second}),
+	h, clock := newHandler(t, rlt.WithAdmissionLog(3), rlt.WithQuota(rlt.Quota{Limit: 100, Window: time.Second}),
 		rlt.WithPartition(rlt.ByHeader("K")))
 	for i := range 5 {
 		call(h, "K", strconv.Itoa(i))
@@ -382,15 +382,15 @@ func TestAdmissionLog(t *testing.T) {
 
 func TestInvalidOptions(t *testing.T) {
 	for name, opt := range map[string]rlt.Option{
-		"zero limit":       rlt.WithPolicy(rlt.Policy{Limit: 0, Window: time.Second}),
-		"short window":     rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Microsecond}),
-		"negative burst":   rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second, Burst: -1}),
-		"unknown algo":     rlt.WithPolicy(rlt.Policy{Algorithm: "leaky", Limit: 1, Window: time.Second}),
-		"unknown unit":     rlt.WithPolicy(rlt.Policy{Unit: "bytes", Limit: 1, Window: time.Second}),
-		"huge numbers":     rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 7, Window: 1000 * time.Hour, Burst: 1 << 40}),
-		"huge log":         rlt.WithPolicy(rlt.Policy{Algorithm: rlt.SlidingLog, Limit: 1 << 30, Window: time.Second}),
-		"anchored bucket":  rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}),
-		"unknown anchor":   rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Second, Anchor: "midnight"}),
+		"zero limit":       rlt.WithQuota(rlt.Quota{Limit: 0, Window: time.Second}),
+		"short window":     rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Microsecond}),
+		"negative burst":   rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second, Burst: -1}),
+		"unknown algo":     rlt.WithQuota(rlt.Quota{Algorithm: "leaky", Limit: 1, Window: time.Second}),
+		"unknown unit":     rlt.WithQuota(rlt.Quota{Unit: "bytes", Limit: 1, Window: time.Second}),
+		"huge numbers":     rlt.WithQuota(rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 7, Window: 1000 * time.Hour, Burst: 1 << 40}),
+		"huge log":         rlt.WithQuota(rlt.Quota{Algorithm: rlt.SlidingLog, Limit: 1 << 30, Window: time.Second}),
+		"anchored bucket":  rlt.WithQuota(rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}),
+		"unknown anchor":   rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second, Anchor: "midnight"}),
 		"dialect":          rlt.WithDialect("ietf-draft-99"),
 		"clashing drafts":  rlt.WithDialect(rlt.IETF, rlt.IETFDraft04),
 		"clashing x-":      rlt.WithDialect(rlt.OpenAI, rlt.GitHub, rlt.Discord),
@@ -446,27 +446,27 @@ func TestParseNames(t *testing.T) {
 
 func TestString(t *testing.T) {
 	h, _ := newHandler(t,
-		rlt.WithPolicy(rlt.Policy{Algorithm: rlt.GCRA, Limit: 10, Window: time.Second, Burst: 3}),
-		rlt.WithPolicy(rlt.Policy{Limit: 1000, Window: 24 * time.Hour}),
+		rlt.WithQuota(rlt.Quota{Algorithm: rlt.GCRA, Limit: 10, Window: time.Second, Burst: 3}),
+		rlt.WithQuota(rlt.Quota{Limit: 1000, Window: 24 * time.Hour}),
 		rlt.WithPartition(rlt.ByClientAddr()), rlt.WithDialect(), rlt.WithLatency(time.Millisecond))
 	require.Equal(t, "gcra 10 requests per 1s (burst 3) and fixed-window 1000 requests per 24h0m0s, per key; "+
 		"headers none; rejections 429 with Retry-After seconds; faults: latency 1ms", h.String())
-	require.Equal(t, "token-bucket 5 requests per 1s (burst 5)", rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 5, Window: time.Second}.String())
-	require.Contains(t, rlt.Policy{}.String(), "invalid policy")
+	require.Equal(t, "token-bucket 5 requests per 1s (burst 5)", rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 5, Window: time.Second}.String())
+	require.Contains(t, rlt.Quota{}.String(), "invalid policy")
 }
 
 // Policies are told apart by name: made-up names that repeat get a suffix,
 // given names may not repeat, and a dialect named twice is written once.
 func TestPolicyNamesAreUnique(t *testing.T) {
 	h, _ := newHandler(t,
-		rlt.WithPolicy(rlt.Policy{Limit: 10, Window: time.Second}),
-		rlt.WithPolicy(rlt.Policy{Limit: 10, Window: time.Second, Algorithm: rlt.TokenBucket}),
+		rlt.WithQuota(rlt.Quota{Limit: 10, Window: time.Second}),
+		rlt.WithQuota(rlt.Quota{Limit: 10, Window: time.Second, Algorithm: rlt.TokenBucket}),
 		rlt.WithDialect(rlt.IETF, rlt.IETF))
 	require.Equal(t, `"10-per-1s";q=10;w=1, "10-per-1s-2";q=10;w=1`, call(h).Header.Get("RateLimit-Policy"))
 
 	_, err := rlt.NewHandler(nil,
-		rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 10, Window: time.Second}),
-		rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 100, Window: time.Minute}))
+		rlt.WithQuota(rlt.Quota{Name: "api", Limit: 10, Window: time.Second}),
+		rlt.WithQuota(rlt.Quota{Name: "api", Limit: 100, Window: time.Minute}))
 	require.ErrorContains(t, err, `name "api" is used twice`)
 }
 
@@ -476,7 +476,7 @@ func TestClockAtTheZeroTime(t *testing.T) {
 	clock := rlt.NewManualClock(time.Time{})
 	for _, alg := range rlt.Algorithms() {
 		h, err := rlt.NewHandler(nil, rlt.WithClock(clock), rlt.WithDialect(rlt.XRateLimit),
-			rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 3, Window: time.Second}))
+			rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 3, Window: time.Second}))
 		require.NoError(t, err)
 		require.Equal(t, []int{200, 200, 200, 429}, statuses(h, 4), alg)
 		res := call(h)

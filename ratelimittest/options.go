@@ -11,7 +11,7 @@ import (
 type Option func(*config)
 
 type config struct {
-	policies     []Policy
+	policies     []Quota
 	clock        Clock
 	partition    Partition
 	partitioned  bool
@@ -39,9 +39,9 @@ type faults struct {
 	resetOne   bool // every reset is one second
 }
 
-// DefaultPolicy returns the policy used when no WithPolicy option is given:
+// DefaultQuota returns the policy used when no WithQuota option is given:
 // a fixed window of 10 requests per second.
-func DefaultPolicy() Policy { return Policy{Algorithm: FixedWindow, Limit: 10, Window: time.Second} }
+func DefaultQuota() Quota { return Quota{Algorithm: FixedWindow, Limit: 10, Window: time.Second} }
 
 // defaultLogSize is how many admissions the log keeps unless
 // WithAdmissionLog says otherwise.
@@ -63,7 +63,7 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, c.errs[0]
 	}
 	if len(c.policies) == 0 {
-		c.policies = []Policy{DefaultPolicy()}
+		c.policies = []Quota{DefaultQuota()}
 	}
 	if err := checkDialects(c.dialects); err != nil {
 		return nil, err
@@ -98,11 +98,11 @@ func (c *config) fail(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("ratelimittest: "+format, args...))
 }
 
-// WithPolicy adds a policy. Several policies apply at once (say 10 per second
+// WithQuota adds a policy. Several policies apply at once (say 10 per second
 // and 1000 per day): a request is admitted only if every one admits it, and
 // is then charged to all. Without this option the server enforces
-// DefaultPolicy.
-func WithPolicy(p Policy) Option {
+// DefaultQuota.
+func WithQuota(p Quota) Option {
 	return func(c *config) { c.policies = append(c.policies, p) }
 }
 

@@ -37,7 +37,7 @@ func clone(m meter) meter {
 	panic("unknown meter")
 }
 
-func mustRule(t testing.TB, p Policy) *rule {
+func mustRule(t testing.TB, p Quota) *rule {
 	t.Helper()
 	r, err := compile(p)
 	require.NoError(t, err)
@@ -167,9 +167,9 @@ func TestMetersInvariants(t *testing.T) {
 		{10, 0, time.Second}, {3, 0, time.Second}, {7, 2, 1100 * time.Millisecond},
 		{1, 0, time.Minute}, {50, 120, 90 * time.Second}, {1000, 10, time.Millisecond},
 	}
-	policies := []Policy{{Algorithm: FixedWindow, Anchor: AnchorFirstRequest}}
+	policies := []Quota{{Algorithm: FixedWindow, Anchor: AnchorFirstRequest}}
 	for _, alg := range Algorithms() {
-		policies = append(policies, Policy{Algorithm: alg})
+		policies = append(policies, Quota{Algorithm: alg})
 	}
 	for _, p := range policies {
 		for _, sh := range shapes {
@@ -204,7 +204,7 @@ var base = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).UnixNano()
 // A fixed window admits its limit per aligned window, and so up to twice
 // the limit across a boundary.
 func TestFixedWindowTwiceTheLimitAcrossABoundary(t *testing.T) {
-	r := mustRule(t, Policy{Algorithm: FixedWindow, Limit: 10, Window: time.Second})
+	r := mustRule(t, Quota{Algorithm: FixedWindow, Limit: 10, Window: time.Second})
 	// Dense traffic from 0.9s to 1.1s: 10 at the end of the first window
 	// and 10 at the start of the second, 200ms apart at most.
 	steps := append([]step{{int64(900 * time.Millisecond), 1}}, dense(time.Millisecond, 200*time.Millisecond)[1:]...)
@@ -229,7 +229,7 @@ func TestFixedWindowTwiceTheLimitAcrossABoundary(t *testing.T) {
 // admits exactly the limit per window under overload, and logs nothing for a
 // rejection.
 func TestSlidingLogNeverExceedsTheLimitInAnyWindow(t *testing.T) {
-	r := mustRule(t, Policy{Algorithm: SlidingLog, Limit: 10, Window: time.Second})
+	r := mustRule(t, Quota{Algorithm: SlidingLog, Limit: 10, Window: time.Second})
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		got := checkMeter(t, r, base+rng.Int64N(int64(time.Second)), randomSteps(rng, 2000, r.window, 3))
@@ -258,7 +258,7 @@ func TestSlidingLogNeverExceedsTheLimitInAnyWindow(t *testing.T) {
 // always below twice the limit; under steady overload it is the limit, give
 // or take one.
 func TestSlidingCounterApproximationErrorIsBounded(t *testing.T) {
-	r := mustRule(t, Policy{Algorithm: SlidingCounter, Limit: 20, Window: time.Second})
+	r := mustRule(t, Quota{Algorithm: SlidingCounter, Limit: 20, Window: time.Second})
 	w := r.window
 	worst := 0
 	for seed := range uint64(20) {
@@ -296,7 +296,7 @@ func TestSlidingCounterApproximationErrorIsBounded(t *testing.T) {
 
 // A token bucket admits its burst at once, then its rate.
 func TestTokenBucketBurstThenRate(t *testing.T) {
-	r := mustRule(t, Policy{Algorithm: TokenBucket, Limit: 4, Window: time.Second, Burst: 10})
+	r := mustRule(t, Quota{Algorithm: TokenBucket, Limit: 4, Window: time.Second, Burst: 10})
 	got := checkMeter(t, r, base, dense(time.Millisecond, 5*time.Second))
 	require.Len(t, got, 10+4*5-1, "burst, then 4 per second (the 20th token arrives at 5s)")
 	for i := range 10 {
@@ -311,7 +311,7 @@ func TestTokenBucketBurstThenRate(t *testing.T) {
 // A leaky bucket meter lets its bucket fill, then spaces admissions by the
 // drain interval exactly, even when it is not a whole number of nanoseconds.
 func TestLeakyBucketSpacing(t *testing.T) {
-	r := mustRule(t, Policy{Algorithm: LeakyBucket, Limit: 3, Window: time.Second, Burst: 5})
+	r := mustRule(t, Quota{Algorithm: LeakyBucket, Limit: 3, Window: time.Second, Burst: 5})
 	got := checkMeter(t, r, base, dense(time.Millisecond, 30*time.Second))
 	require.Len(t, got, 5+89, "5 fill the bucket, then 3 per second: 89 more by 29.999s")
 	for i := 5; i < len(got); i++ {
@@ -331,14 +331,14 @@ func TestLeakyBucketSpacing(t *testing.T) {
 // of (tolerance/T)+1.
 func TestGCRAEmissionInterval(t *testing.T) {
 	// Tolerance 0: exactly one per T = 100ms.
-	r := mustRule(t, Policy{Algorithm: GCRA, Limit: 10, Window: time.Second, Burst: 1})
+	r := mustRule(t, Quota{Algorithm: GCRA, Limit: 10, Window: time.Second, Burst: 1})
 	got := checkMeter(t, r, base, dense(time.Millisecond, 2*time.Second))
 	require.Len(t, got, 20)
 	for i := 1; i < len(got); i++ {
 		require.Equal(t, int64(100*time.Millisecond), got[i]-got[i-1])
 	}
 	// Tolerance 4T: a burst of 5, then T apart.
-	r = mustRule(t, Policy{Algorithm: GCRA, Limit: 10, Window: time.Second, Burst: 5})
+	r = mustRule(t, Quota{Algorithm: GCRA, Limit: 10, Window: time.Second, Burst: 5})
 	m := r.newMeter(base)
 	for range 5 {
 		ok, _ := m.fits(1)
@@ -349,7 +349,7 @@ func TestGCRAEmissionInterval(t *testing.T) {
 	require.False(t, ok)
 	require.Equal(t, int64(100*time.Millisecond), wait, "the 6th conforms one T later")
 	// An interval that is not whole nanoseconds (1s/3) stays exact.
-	r = mustRule(t, Policy{Algorithm: GCRA, Limit: 3, Window: time.Second, Burst: 1})
+	r = mustRule(t, Quota{Algorithm: GCRA, Limit: 3, Window: time.Second, Burst: 1})
 	// With no tolerance, a unit that arrives late (here by the clock's
 	// rounding to whole nanoseconds) moves the schedule: each follows the
 	// previous one by T rounded up.
@@ -359,7 +359,7 @@ func TestGCRAEmissionInterval(t *testing.T) {
 	}
 	// With a tolerance of one T, lateness under T is forgiven and the
 	// schedule holds exactly: unit k conforms at (k-1)*T, rounded up.
-	r = mustRule(t, Policy{Algorithm: GCRA, Limit: 3, Window: time.Second, Burst: 2})
+	r = mustRule(t, Quota{Algorithm: GCRA, Limit: 3, Window: time.Second, Burst: 2})
 	got = greedy(t, r, 300)
 	require.Equal(t, base, got[1])
 	for k := 1; k < len(got); k++ {
@@ -371,7 +371,7 @@ func TestGCRAEmissionInterval(t *testing.T) {
 // the reduced-fraction rates do not drift.
 func TestLongRunRates(t *testing.T) {
 	for _, alg := range Algorithms() {
-		r := mustRule(t, Policy{Algorithm: alg, Limit: 7, Window: 3 * time.Second})
+		r := mustRule(t, Quota{Algorithm: alg, Limit: 7, Window: 3 * time.Second})
 		got := checkMeter(t, r, base, dense(30*time.Millisecond, 300*time.Second))
 		// 100 windows of 7; the buckets and GCRA add their initial burst
 		// of 7 (minus the last partial interval), the window algorithms
@@ -409,8 +409,8 @@ func TestAnchoredWindowTimes(t *testing.T) {
 	ms := int64(time.Millisecond)
 	// A request every ms from 250ms after an aligned instant.
 	steps := append([]step{{250 * ms, 1}}, dense(time.Millisecond, 2500*time.Millisecond)[1:]...)
-	anchored := checkMeter(t, mustRule(t, Policy{Limit: 3, Window: time.Second, Anchor: AnchorFirstRequest}), base, steps)
-	aligned := checkMeter(t, mustRule(t, Policy{Limit: 3, Window: time.Second}), base, steps)
+	anchored := checkMeter(t, mustRule(t, Quota{Limit: 3, Window: time.Second, Anchor: AnchorFirstRequest}), base, steps)
+	aligned := checkMeter(t, mustRule(t, Quota{Limit: 3, Window: time.Second}), base, steps)
 	at := func(got []int64) []int64 {
 		out := make([]int64, len(got))
 		for i, a := range got {
@@ -423,7 +423,7 @@ func TestAnchoredWindowTimes(t *testing.T) {
 
 	// A gap longer than a window: the next window starts at the next
 	// request, wherever it falls.
-	r := mustRule(t, Policy{Limit: 2, Window: time.Second, Anchor: AnchorFirstRequest})
+	r := mustRule(t, Quota{Limit: 2, Window: time.Second, Anchor: AnchorFirstRequest})
 	got := checkMeter(t, r, base, []step{{0, 1}, {0, 1}, {0, 1}, {2700 * ms, 1}, {999 * ms, 1}, {0, 1}, {ms - 1, 1}, {1, 1}})
 	require.Equal(t, []int64{0, 0, 2700 * ms, 3699 * ms, 3700 * ms}, func() []int64 {
 		for i := range got {

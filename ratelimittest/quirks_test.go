@@ -44,7 +44,7 @@ func TestRetryAfterFullWindow(t *testing.T) {
 			{rlt.RetryAfterNone, true, ""},
 		} {
 			t.Run(string(c.form)+strconv.FormatBool(c.full), func(t *testing.T) {
-				opts := []rlt.Option{rlt.WithPolicy(rlt.Policy{Name: "api", Limit: 5, Window: time.Minute}),
+				opts := []rlt.Option{rlt.WithQuota(rlt.Quota{Name: "api", Limit: 5, Window: time.Minute}),
 					rlt.WithDialect(rlt.IETF, rlt.XRateLimit), rlt.WithRetryAfter(c.form)}
 				if c.full {
 					opts = append(opts, rlt.WithRetryAfterFullWindow())
@@ -61,7 +61,7 @@ func TestRetryAfterFullWindow(t *testing.T) {
 		}
 	})
 	t.Run("discord body stays true", func(t *testing.T) {
-		h, clock := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Minute}),
+		h, clock := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Minute}),
 			rlt.WithDialect(rlt.Discord), rlt.WithRetryAfterFullWindow())
 		clock.Advance(50 * time.Second)
 		require.Equal(t, 200, call(h).StatusCode)
@@ -71,12 +71,12 @@ func TestRetryAfterFullWindow(t *testing.T) {
 		require.Equal(t, "9.75", discordBody(t, res))
 	})
 	t.Run("window under a second", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 1, Window: 500 * time.Millisecond}), rlt.WithRetryAfterFullWindow())
+		h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 1, Window: 500 * time.Millisecond}), rlt.WithRetryAfterFullWindow())
 		require.Equal(t, []int{200, 429}, statuses(h, 2))
 		require.Equal(t, "1", call(h).Header.Get("Retry-After"), "500ms, rounded up")
 	})
 	t.Run("too short when the wait exceeds a window", func(t *testing.T) {
-		h, _ := newHandler(t, rlt.WithRetryAfterFullWindow(), rlt.WithPolicy(rlt.Policy{
+		h, _ := newHandler(t, rlt.WithRetryAfterFullWindow(), rlt.WithQuota(rlt.Quota{
 			Algorithm: rlt.TokenBucket, Limit: 1, Window: time.Second, Burst: 3, Cost: rlt.CostFromHeader("X-Cost", 1)}))
 		require.Equal(t, 200, call(h, "X-Cost", "3").StatusCode)
 		res := call(h, "X-Cost", "3")
@@ -87,17 +87,17 @@ func TestRetryAfterFullWindow(t *testing.T) {
 	t.Run("stacked: the policy with the longest wait", func(t *testing.T) {
 		for _, c := range []struct {
 			name     string
-			policies []rlt.Policy
+			policies []rlt.Quota
 			plain    string
 			full     string
 		}{
 			// The GCRA waits 60s (window 2m); the hour ends in 29.75s.
-			{"longest wait, not longest window", []rlt.Policy{
+			{"longest wait, not longest window", []rlt.Quota{
 				{Name: "gcra", Algorithm: rlt.GCRA, Limit: 2, Window: 2 * time.Minute},
 				{Name: "hourly", Limit: 2, Window: time.Hour},
 			}, "60", "120"},
 			// Both end at 13:00: the longer window.
-			{"a tie", []rlt.Policy{
+			{"a tie", []rlt.Quota{
 				{Name: "minute", Limit: 2, Window: time.Minute},
 				{Name: "hourly", Limit: 2, Window: time.Hour},
 			}, "30", "3600"},
@@ -106,7 +106,7 @@ func TestRetryAfterFullWindow(t *testing.T) {
 				for _, full := range []bool{false, true} {
 					var opts []rlt.Option
 					for _, p := range c.policies {
-						opts = append(opts, rlt.WithPolicy(p))
+						opts = append(opts, rlt.WithQuota(p))
 					}
 					if full {
 						opts = append(opts, rlt.WithRetryAfterFullWindow())
@@ -154,7 +154,7 @@ func TestCoarseResets(t *testing.T) {
 		t.Run(string(c.d), func(t *testing.T) {
 			for i, coarse := range []bool{false, true} {
 				opts := []rlt.Option{rlt.WithDialect(c.d),
-					rlt.WithPolicy(rlt.Policy{Name: "api", Algorithm: rlt.GCRA, Limit: 50, Window: time.Second, Burst: 1})}
+					rlt.WithQuota(rlt.Quota{Name: "api", Algorithm: rlt.GCRA, Limit: 50, Window: time.Second, Burst: 1})}
 				if coarse {
 					opts = append(opts, rlt.WithCoarseResets())
 				}
@@ -181,8 +181,8 @@ func TestCoarseResets(t *testing.T) {
 	}
 	t.Run("OpenAI tokens", func(t *testing.T) {
 		h, _ := newHandler(t, rlt.WithDialect(rlt.OpenAI), rlt.WithCoarseResets(),
-			rlt.WithPolicy(rlt.Policy{Limit: 5, Window: time.Second}),
-			rlt.WithPolicy(rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 1000, Window: time.Minute, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 100)}))
+			rlt.WithQuota(rlt.Quota{Limit: 5, Window: time.Second}),
+			rlt.WithQuota(rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 1000, Window: time.Minute, Unit: rlt.UnitTokens, Cost: rlt.CostFromHeader("X-Tokens", 100)}))
 		res := call(h)
 		require.Equal(t, "1s", res.Header.Get("X-Ratelimit-Reset-Requests"), "750ms, rounded up")
 		require.Equal(t, "6s", res.Header.Get("X-Ratelimit-Reset-Tokens"), "100 tokens at 1000/min")
@@ -190,7 +190,7 @@ func TestCoarseResets(t *testing.T) {
 	})
 	t.Run("several minutes", func(t *testing.T) {
 		h, clock := newHandler(t, rlt.WithDialect(rlt.OpenAI, rlt.Discord), rlt.WithCoarseResets(),
-			rlt.WithPolicy(rlt.Policy{Limit: 1, Window: time.Hour}))
+			rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Hour}))
 		clock.Advance(5*time.Minute + 500*time.Millisecond) // 12:05:00.75, 54m59.25s to 13:00
 		res := call(h)
 		require.Equal(t, "55m0s", res.Header.Get("X-Ratelimit-Reset-Requests"))
@@ -250,7 +250,7 @@ func TestResetAlwaysOne(t *testing.T) {
 	for _, c := range cases {
 		t.Run(string(c.d), func(t *testing.T) {
 			h, _ := newHandler(t, rlt.WithDialect(c.d), rlt.WithResetAlwaysOne(),
-				rlt.WithPolicy(rlt.Policy{Name: "daily", Limit: 2, Window: 24 * time.Hour, Cost: rlt.CostFromHeader("X-Cost", 1)}))
+				rlt.WithQuota(rlt.Quota{Name: "daily", Limit: 2, Window: 24 * time.Hour, Cost: rlt.CostFromHeader("X-Cost", 1)}))
 			check := func(res *http.Response, want map[string]string) {
 				t.Helper()
 				for k, v := range want {
@@ -275,7 +275,7 @@ func TestResetAlwaysOne(t *testing.T) {
 	}
 	t.Run("with coarse resets", func(t *testing.T) {
 		h, _ := newHandler(t, rlt.WithDialect(rlt.Discord), rlt.WithResetAlwaysOne(), rlt.WithCoarseResets(),
-			rlt.WithPolicy(rlt.Policy{Limit: 2, Window: 24 * time.Hour}))
+			rlt.WithQuota(rlt.Quota{Limit: 2, Window: 24 * time.Hour}))
 		res := call(h)
 		require.Equal(t, "1", res.Header.Get("X-RateLimit-Reset-After"))
 		require.Equal(t, sec(epoch+2), res.Header.Get("X-RateLimit-Reset"), "12:00:01.25, rounded up")
@@ -342,8 +342,8 @@ func TestHeaderQuirksLeaveAdmissionAlone(t *testing.T) {
 			run := func(opts ...rlt.Option) ([]response, []rlt.Admission) {
 				h, clock := newHandler(t, append([]rlt.Option{
 					rlt.WithDialect(rlt.IETF, rlt.OpenAI, rlt.Discord),
-					rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 7, Window: 1100 * time.Millisecond, Burst: 3, Cost: rlt.CostFromHeader("X-Cost", 1)}),
-					rlt.WithPolicy(rlt.Policy{Algorithm: alg, Limit: 40, Window: time.Minute, Cost: rlt.CostFromHeader("X-Cost", 1)}),
+					rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 7, Window: 1100 * time.Millisecond, Burst: 3, Cost: rlt.CostFromHeader("X-Cost", 1)}),
+					rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 40, Window: time.Minute, Cost: rlt.CostFromHeader("X-Cost", 1)}),
 				}, opts...)...)
 				rng := rand.New(rand.NewPCG(3, 4))
 				var out []response
@@ -379,7 +379,7 @@ func TestHeaderQuirksLeaveAdmissionAlone(t *testing.T) {
 }
 
 func TestQuirksString(t *testing.T) {
-	h, _ := newHandler(t, rlt.WithPolicy(rlt.Policy{Limit: 10, Window: time.Second, Anchor: rlt.AnchorFirstRequest}),
+	h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 10, Window: time.Second, Anchor: rlt.AnchorFirstRequest}),
 		rlt.WithRetryAfterFullWindow(), rlt.WithCoarseResets(), rlt.WithResetAlwaysOne())
 	require.Equal(t, "fixed-window 10 requests per 1s (windows from each key's first request), one shared quota; "+
 		"headers ietf; rejections 429 with Retry-After seconds; "+

@@ -11,7 +11,7 @@ import (
 // Keys whose quota is fully restored are dropped, so a server partitioned
 // by client address does not grow without bound; keys still limited stay.
 func TestSweepDropsOnlyRestoredKeys(t *testing.T) {
-	r := mustRule(t, Policy{Algorithm: SlidingLog, Limit: 2, Window: time.Second})
+	r := mustRule(t, Quota{Algorithm: SlidingLog, Limit: 2, Window: time.Second})
 	l := newLimiter([]*rule{r})
 	out := make([]policyStatus, 1)
 	now := base
@@ -41,7 +41,7 @@ func FuzzMeters(f *testing.F) {
 	f.Add(uint8(3), uint16(4), uint32(1000), uint16(1<<15|4), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 0, 40, 1, 0, 2}) // refusals charged
 	f.Fuzz(func(t *testing.T, alg uint8, limit uint16, windowMs uint32, burst uint16, ops []byte) {
 		algs := Algorithms()
-		p := Policy{
+		p := Quota{
 			Limit:  1 + int(limit%2000),
 			Window: time.Duration(1+uint64(windowMs)%(100*86_400_000)) * time.Millisecond,
 			Burst:  int(burst % 4000),
@@ -86,8 +86,8 @@ func FuzzMeters(f *testing.F) {
 // state would open a later window: the sweep keeps it, and drops the key
 // once its window has ended.
 func TestSweepKeepsOpenAnchoredWindows(t *testing.T) {
-	anchored := mustRule(t, Policy{Limit: 5, Window: 10 * time.Second, Anchor: AnchorFirstRequest})
-	minute := mustRule(t, Policy{Limit: 1, Window: time.Minute})
+	anchored := mustRule(t, Quota{Limit: 5, Window: 10 * time.Second, Anchor: AnchorFirstRequest})
+	minute := mustRule(t, Quota{Limit: 1, Window: time.Minute})
 	l := newLimiter([]*rule{anchored, minute})
 	out := make([]policyStatus, 2)
 	now := base

@@ -30,7 +30,7 @@ import (
 type fleet struct {
 	t       *testing.T
 	srv     *ratelimittest.Server
-	policy  ratelimittest.Policy
+	policy  ratelimittest.Quota
 	stores  []*Store
 	clients []*http.Client
 	workers int // per client
@@ -41,7 +41,7 @@ type fleet struct {
 
 // fleetSpec describes a fleet.
 type fleetSpec struct {
-	policy     ratelimittest.Policy
+	policy     ratelimittest.Quota
 	serverOpts []ratelimittest.Option
 	processes  int
 	workers    int // per process
@@ -53,7 +53,7 @@ type fleetSpec struct {
 func newFleet(t *testing.T, spec fleetSpec) *fleet {
 	t.Helper()
 	f := &fleet{t: t, policy: spec.policy, workers: spec.workers, events: make([][]Event, spec.processes)}
-	f.srv = ratelimittest.NewServer(nil, append([]ratelimittest.Option{ratelimittest.WithPolicy(spec.policy)}, spec.serverOpts...)...)
+	f.srv = ratelimittest.NewServer(nil, append([]ratelimittest.Option{ratelimittest.WithQuota(spec.policy)}, spec.serverOpts...)...)
 	t.Cleanup(f.srv.Close)
 	for i := range spec.processes {
 		o := append([]Option{WithPrefix(f.prefix()), WithOnSwitch(func(e Event) {
@@ -199,11 +199,11 @@ func (f *fleet) do(c int, client *http.Client) outcome {
 // trip (the quickest request of the run). It is simpler than internal/sim's
 // (whose ideal workers each wait for their previous answer, and which asks
 // the server without spending): a fleet's requests are not one worker's.
-func (r *run) ideal(t *testing.T, policy ratelimittest.Policy, n int) time.Duration {
+func (r *run) ideal(t *testing.T, policy ratelimittest.Quota, n int) time.Duration {
 	t.Helper()
 	clock := ratelimittest.NewManualClock(r.start)
 	h, err := ratelimittest.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}),
-		ratelimittest.WithPolicy(policy), ratelimittest.WithClock(clock))
+		ratelimittest.WithQuota(policy), ratelimittest.WithClock(clock))
 	require.NoError(t, err)
 	var last time.Time
 	for admitted := 0; admitted < n; {
@@ -242,7 +242,7 @@ func (r *run) String() string {
 
 // quota is the issue's: 50 requests per second, a fixed window on the
 // clock, IETF headers.
-var quota = ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}
+var quota = ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}
 
 // TestFleetSharesOneQuota: three processes of 8 workers each, with separate
 // stores on one Redis, send 300 requests into one 50/s quota: at most 1%
@@ -370,7 +370,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 func TestRedisPaused(t *testing.T) {
 	srv := newRedis(t)
 	const timeout = 100 * time.Millisecond
-	ample := ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 1_000_000, Window: time.Second}
+	ample := ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 1_000_000, Window: time.Second}
 	f := newFleet(t, fleetSpec{
 		policy: ample, processes: 2, workers: 4,
 		redis: func(int) redis.UniversalClient {
@@ -459,7 +459,7 @@ func (f *fleet) runFor(stopped *atomic.Bool, during func()) *run {
 func TestFailClosed(t *testing.T) {
 	srv := newRedis(t)
 	const timeout = 100 * time.Millisecond
-	ample := ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: 1_000_000, Window: time.Second}
+	ample := ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 1_000_000, Window: time.Second}
 	f := newFleet(t, fleetSpec{
 		policy: ample, processes: 1, workers: 1,
 		redis:     func(int) redis.UniversalClient { return srv.client(t) },

@@ -152,13 +152,13 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		return bad(err)
 	}
 	s := &settings{addr: *addr}
-	primary := ratelimittest.Policy{Algorithm: alg, Limit: *limit, Window: window, Burst: *burst, Anchor: anc}
+	primary := ratelimittest.Quota{Algorithm: alg, Limit: *limit, Window: window, Burst: *burst, Anchor: anc}
 	if *misleading {
 		primary.Name = "short"
 	}
-	s.opts = append(s.opts, ratelimittest.WithPolicy(primary))
+	s.opts = append(s.opts, ratelimittest.WithQuota(primary))
 	if *misleading {
-		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{
+		s.opts = append(s.opts, ratelimittest.WithQuota(ratelimittest.Quota{
 			Name: "long", Algorithm: alg, Limit: 60 * *limit, Window: 60 * window, Burst: 60 * *burst, Anchor: anc,
 		}))
 	}
@@ -169,7 +169,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		if !ok || err1 != nil || err2 != nil {
 			return bad(fmt.Errorf("-policy %q: want LIMIT/WINDOW such as 1000/24h", e))
 		}
-		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: alg, Limit: n, Window: d, Anchor: anc}))
+		s.opts = append(s.opts, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: alg, Limit: n, Window: d, Anchor: anc}))
 	}
 
 	var dialects []ratelimittest.Dialect
@@ -196,7 +196,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 		}
 		// Tokens are metered by a bucket whatever -algorithm says, as the
 		// AI APIs do; a sliding log would store an entry per token.
-		s.opts = append(s.opts, ratelimittest.WithPolicy(ratelimittest.Policy{
+		s.opts = append(s.opts, ratelimittest.WithQuota(ratelimittest.Quota{
 			Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.UnitTokens,
 			Cost: ratelimittest.CostFromHeader("X-Tokens", *tokenCost),
 		}))
@@ -204,11 +204,11 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 			// Anthropic also meters input and output tokens; output
 			// limits are typically a fifth of input ones.
 			s.opts = append(s.opts,
-				ratelimittest.WithPolicy(ratelimittest.Policy{
+				ratelimittest.WithQuota(ratelimittest.Quota{
 					Name: "input-tokens", Algorithm: ratelimittest.TokenBucket, Limit: t, Window: window, Unit: ratelimittest.UnitInputTokens,
 					Cost: ratelimittest.CostFromHeader("X-Input-Tokens", *tokenCost),
 				}),
-				ratelimittest.WithPolicy(ratelimittest.Policy{
+				ratelimittest.WithQuota(ratelimittest.Quota{
 					Name: "output-tokens", Algorithm: ratelimittest.TokenBucket, Limit: max(1, t/5), Window: window, Unit: ratelimittest.UnitOutputTokens,
 					Cost: ratelimittest.CostFromHeader("X-Output-Tokens", *tokenCost/5),
 				}))

@@ -42,23 +42,23 @@ var servers = []server{
 	{"fixed window, IETF RateLimit headers", "quota returns whole each second; RateLimit-Policy and RateLimit fields",
 		func(limit int) []ratelimittest.Option {
 			return []ratelimittest.Option{ratelimittest.WithDialect(ratelimittest.IETF),
-				ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.FixedWindow, Limit: limit, Window: time.Second})}
+				ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: limit, Window: time.Second})}
 		}},
 	{"sliding window, X-RateLimit headers", "a weighted count of this window and the last; X-RateLimit-Limit/-Remaining/-Reset",
 		func(limit int) []ratelimittest.Option {
 			return []ratelimittest.Option{ratelimittest.WithDialect(ratelimittest.XRateLimit),
-				ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingCounter, Limit: limit, Window: time.Second})}
+				ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingCounter, Limit: limit, Window: time.Second})}
 		}},
 	{"token bucket, X-RateLimit headers", "a burst, then a steady refill; X-RateLimit-Limit/-Remaining/-Reset",
 		func(limit int) []ratelimittest.Option {
 			return []ratelimittest.Option{ratelimittest.WithDialect(ratelimittest.XRateLimit),
-				ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: limit, Window: time.Second})}
+				ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: limit, Window: time.Second})}
 		}},
 	{"sliding log, no headers at all", "like nginx limit_req: a bare 429, no Retry-After, no counters",
 		func(limit int) []ratelimittest.Option {
 			return []ratelimittest.Option{ratelimittest.WithDialect(ratelimittest.None),
 				ratelimittest.WithRetryAfter(ratelimittest.RetryAfterNone),
-				ratelimittest.WithPolicy(ratelimittest.Policy{Algorithm: ratelimittest.SlidingLog, Limit: limit, Window: time.Second})}
+				ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: limit, Window: time.Second})}
 		}},
 }
 

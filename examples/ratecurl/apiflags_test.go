@@ -22,8 +22,8 @@ import (
 func TestCostDeclaresTokens(t *testing.T) {
 	for _, declared := range []bool{true, false} {
 		srv := ratelimittest.NewServer(nil, ratelimittest.WithDialect(ratelimittest.OpenAI),
-			ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 100, Window: time.Minute}),
-			ratelimittest.WithPolicy(ratelimittest.Policy{Limit: 3000, Window: time.Minute, Unit: ratelimittest.UnitTokens,
+			ratelimittest.WithQuota(ratelimittest.Quota{Limit: 100, Window: time.Minute}),
+			ratelimittest.WithQuota(ratelimittest.Quota{Limit: 3000, Window: time.Minute, Unit: ratelimittest.UnitTokens,
 				Cost: ratelimittest.CostFromHeader("X-Tokens", 0)}))
 		args := []string{"-n", "4", "-c", "4", "-max-wait", "1s", "-H", "X-Tokens: 1000", srv.URL}
 		if declared {

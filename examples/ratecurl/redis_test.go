@@ -65,7 +65,7 @@ func TestRedisDownPacesAlone(t *testing.T) {
 // real Redis: every attempt's lease is in the one shared state.
 func TestRedisShared(t *testing.T) {
 	addr := startRedisServer(t)
-	srv := ratelimittest.NewServer(nil, ratelimittest.WithPolicy(ratelimittest.Policy{
+	srv := ratelimittest.NewServer(nil, ratelimittest.WithQuota(ratelimittest.Quota{
 		Algorithm: ratelimittest.FixedWindow, Limit: 30, Window: time.Second}))
 	defer srv.Close()
 	var wg sync.WaitGroup

@@ -25,7 +25,7 @@ func TestDefectSmallBurstBucket(t *testing.T) {
 		for _, rtt := range []time.Duration{200 * time.Microsecond, time.Millisecond, 20 * time.Millisecond} {
 			s := Scenario{
 				Name:     fmt.Sprintf("%s/burst=6/x-ratelimit/rtt=%v", alg, rtt),
-				Policy:   rlt.Policy{Algorithm: alg, Limit: 50, Window: time.Second, Burst: 6},
+				Policy:   rlt.Quota{Algorithm: alg, Limit: 50, Window: time.Second, Burst: 6},
 				Dialect:  rlt.XRateLimit,
 				Requests: 300, Workers: 16, RTT: rtt,
 			}
@@ -51,8 +51,8 @@ func TestDefectStackedPolicies(t *testing.T) {
 	for _, d := range []rlt.Dialect{rlt.XRateLimit, rlt.IETFDraft04, rlt.IETF} {
 		s := Scenario{
 			Name:     fmt.Sprintf("50/s+600/min/misleading/%s", d),
-			Policy:   rlt.Policy{Limit: 50, Window: time.Second},
-			Policies: []rlt.Policy{{Limit: 600, Window: time.Minute}},
+			Policy:   rlt.Quota{Limit: 50, Window: time.Second},
+			Policies: []rlt.Quota{{Limit: 600, Window: time.Minute}},
 			Dialect:  d,
 			Options:  []rlt.Option{rlt.WithMisleadingHeaders()},
 			Requests: 1200, Workers: 16, RTT: 20 * time.Millisecond,

@@ -25,7 +25,7 @@ func TestSharedStoreFleet(t *testing.T) {
 			for run := range 4 {
 				s := Scenario{
 					Name:   fmt.Sprintf("fleet/%s/%s/rtt=%v/%d", c.alg, c.d, rtt, run),
-					Policy: rlt.Policy{Algorithm: c.alg, Limit: 50, Window: time.Second}, Dialect: c.d,
+					Policy: rlt.Quota{Algorithm: c.alg, Limit: 50, Window: time.Second}, Dialect: c.d,
 					Processes: 3, Workers: 8, SharedStore: true, RTT: rtt,
 					Phase: time.Duration(run) * 137 * time.Millisecond,
 				}

@@ -46,8 +46,8 @@ func gridAlgs() []gridAlg {
 	return out
 }
 
-func (a gridAlg) policy(limit int, window time.Duration) rlt.Policy {
-	return rlt.Policy{Algorithm: a.alg, Anchor: a.anchor, Limit: limit, Window: window}
+func (a gridAlg) policy(limit int, window time.Duration) rlt.Quota {
+	return rlt.Quota{Algorithm: a.alg, Anchor: a.anchor, Limit: limit, Window: window}
 }
 
 // family is what the answers say: a header dialect, and the Retry-After of a
@@ -246,10 +246,10 @@ func gridCells() []cell {
 	}
 	pairs := []struct {
 		pt   point // names the pair; its limit and window are the tighter policy's
-		more rlt.Policy
+		more rlt.Quota
 	}{
-		{point{"50ps+600pm", 50, time.Second, 1800}, rlt.Policy{Limit: 600, Window: time.Minute}},
-		{point{"10ps+100p10s", 10, time.Second, 600}, rlt.Policy{Limit: 100, Window: 10 * time.Second}},
+		{point{"50ps+600pm", 50, time.Second, 1800}, rlt.Quota{Limit: 600, Window: time.Minute}},
+		{point{"10ps+100p10s", 10, time.Second, 600}, rlt.Quota{Limit: 100, Window: 10 * time.Second}},
 	}
 	for pi, pair := range pairs {
 		for _, a := range algs {
@@ -262,7 +262,7 @@ func gridCells() []cell {
 				}
 				c := newCell("Two policies, the 2xx answers describing only the looser", "misleading", a, f, pair.pt, gridRTT, 16, "/misleading",
 					func(s *Scenario) {
-						s.Policies = []rlt.Policy{a.policy(pair.more.Limit, pair.more.Window)}
+						s.Policies = []rlt.Quota{a.policy(pair.more.Limit, pair.more.Window)}
 						s.Options = append(s.Options, rlt.WithMisleadingHeaders())
 					})
 				// The 10/s pair only: the other takes 1,800 requests.

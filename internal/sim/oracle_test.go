@@ -26,16 +26,16 @@ func TestIdeal(t *testing.T) {
 		why  string
 	}{
 		{"the workers bind",
-			Scenario{Policy: rlt.Policy{Limit: 100000, Window: time.Second}, Requests: 10, Workers: 2, RTT: 20 * ms},
+			Scenario{Policy: rlt.Quota{Limit: 100000, Window: time.Second}, Requests: 10, Workers: 2, RTT: 20 * ms},
 			100 * ms, "five round trips each: the last admission at 10+4x20 ms, its answer back 10 ms later"},
 		{"the server binds",
-			Scenario{Policy: rlt.Policy{Limit: 3, Window: time.Second}, Requests: 10, Workers: 2, RTT: 20 * ms},
+			Scenario{Policy: rlt.Quota{Limit: 3, Window: time.Second}, Requests: 10, Workers: 2, RTT: 20 * ms},
 			2640 * ms, "3 per window, windows ending 630 ms, 1.63 s and 2.63 s into the run: the tenth at 2.63 s"},
 		{"both bind",
-			Scenario{Policy: rlt.Policy{Algorithm: rlt.GCRA, Limit: 40, Window: time.Second, Burst: 1}, Requests: 10, Workers: 1, RTT: 30 * ms},
+			Scenario{Policy: rlt.Quota{Algorithm: rlt.GCRA, Limit: 40, Window: time.Second, Burst: 1}, Requests: 10, Workers: 1, RTT: 30 * ms},
 			15*ms + 9*30*ms + 15*ms, "one worker, 30 ms round trips on a 25 ms emission interval: the worker's round trip paces it"},
 		{"a burst then the rate, from several workers",
-			Scenario{Policy: rlt.Policy{Algorithm: rlt.TokenBucket, Limit: 10, Window: time.Second, Burst: 4}, Requests: 8, Workers: 3, RTT: 20 * ms},
+			Scenario{Policy: rlt.Quota{Algorithm: rlt.TokenBucket, Limit: 10, Window: time.Second, Burst: 4}, Requests: 8, Workers: 3, RTT: 20 * ms},
 			10*ms + 400*ms + 10*ms, "four at once (three at 10 ms, one at 30 ms), then one per 100 ms from 110 ms: the eighth at 410 ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +49,7 @@ func TestIdeal(t *testing.T) {
 // the same ideal; a foreign client's spending makes it longer.
 func TestIdealAgainstChargesAndForeignClients(t *testing.T) {
 	for _, alg := range rlt.Algorithms() {
-		s := Scenario{Policy: rlt.Policy{Algorithm: alg, Limit: 50, Window: time.Second}, Requests: 300, RTT: 20 * time.Millisecond}
+		s := Scenario{Policy: rlt.Quota{Algorithm: alg, Limit: 50, Window: time.Second}, Requests: 300, RTT: 20 * time.Millisecond}
 		s.defaults()
 		plain := oracle(s, runStart)
 		charged := s
@@ -87,7 +87,7 @@ func TestJitter(t *testing.T) {
 // The foreign client sends its share of the limit all run long, whatever
 // the answers, and is counted apart from headway's requests.
 func TestForeignClient(t *testing.T) {
-	s := Scenario{Policy: rlt.Policy{Limit: 1000, Window: time.Second}, Dialect: rlt.IETF,
+	s := Scenario{Policy: rlt.Quota{Limit: 1000, Window: time.Second}, Dialect: rlt.IETF,
 		Requests: 200, Workers: 1, RTT: 20 * time.Millisecond, Jitter: 0.5, Foreign: 0.3, Bare: true}
 	r := runIn(t, s)
 	require.Equal(t, 200, r.Attempts, "headway's attempts only")
@@ -102,7 +102,7 @@ func TestForeignClient(t *testing.T) {
 	// refused, and headway's refusals are counted without its. (The oracle
 	// sees it too, but wins every race for a returning unit here: see
 	// TestIdealAgainstChargesAndForeignClients for where it costs.)
-	s = Scenario{Policy: rlt.Policy{Algorithm: rlt.SlidingLog, Limit: 10, Window: time.Second}, Dialect: rlt.IETF,
+	s = Scenario{Policy: rlt.Quota{Algorithm: rlt.SlidingLog, Limit: 10, Window: time.Second}, Dialect: rlt.IETF,
 		Requests: 30, RTT: 20 * time.Millisecond, Foreign: 0.5, Options2: []headway.Option{headway.WithMaxAttempts(10)}}
 	r = runIn(t, s)
 	require.Positive(t, r.ForeignThrottled)

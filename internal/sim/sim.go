@@ -42,10 +42,10 @@ import (
 type Scenario struct {
 	Name string
 	// The server: Policy, and Policies beside it (a request must fit
-	// every one, see ratelimittest.WithPolicy), its headers (IETF unless
+	// every one, see ratelimittest.WithQuota), its headers (IETF unless
 	// Dialect says) and options.
-	Policy   ratelimittest.Policy
-	Policies []ratelimittest.Policy
+	Policy   ratelimittest.Quota
+	Policies []ratelimittest.Quota
 	Dialect  ratelimittest.Dialect
 	Options  []ratelimittest.Option
 	// The workload: Requests requests sent by Workers goroutines in each
@@ -146,9 +146,9 @@ func (c shifted) Now() time.Time { return time.Now().Add(-c.shift) }
 
 func (s *Scenario) handler(clock ratelimittest.Clock) *ratelimittest.Handler {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	opts := []ratelimittest.Option{ratelimittest.WithPolicy(s.Policy)}
+	opts := []ratelimittest.Option{ratelimittest.WithQuota(s.Policy)}
 	for _, p := range s.Policies {
-		opts = append(opts, ratelimittest.WithPolicy(p))
+		opts = append(opts, ratelimittest.WithQuota(p))
 	}
 	opts = append(opts, ratelimittest.WithDialect(s.Dialect), ratelimittest.WithClock(clock))
 	opts = append(opts, s.Options...)

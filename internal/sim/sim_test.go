@@ -26,7 +26,7 @@ func dialectTable() []Scenario {
 	var out []Scenario
 	for _, alg := range rlt.Algorithms() {
 		for _, d := range rlt.Dialects() {
-			p := rlt.Policy{Algorithm: alg, Limit: 50, Window: time.Second}
+			p := rlt.Quota{Algorithm: alg, Limit: 50, Window: time.Second}
 			out = append(out, Scenario{Name: fmt.Sprintf("%s/%s", alg, d), Policy: p, Dialect: d, RTT: *rtt})
 		}
 	}
@@ -132,7 +132,7 @@ func TestTrace(t *testing.T) {
 // scenarios are the quirks of real servers and the workloads of the issue,
 // beside the grid.
 func scenarios() []Scenario {
-	p := func(alg rlt.Algorithm) rlt.Policy { return rlt.Policy{Algorithm: alg, Limit: 50, Window: time.Second} }
+	p := func(alg rlt.Algorithm) rlt.Quota { return rlt.Quota{Algorithm: alg, Limit: 50, Window: time.Second} }
 	anchored := p(rlt.FixedWindow)
 	anchored.Anchor = rlt.AnchorFirstRequest
 	return []Scenario{
@@ -149,7 +149,7 @@ func scenarios() []Scenario {
 		{Name: "quirk: no headers, no Retry-After, windows from the first request", Policy: anchored, Dialect: rlt.None, Options: []rlt.Option{rlt.WithRetryAfter(rlt.RetryAfterNone)}},
 		{Name: "quirk: no headers, no Retry-After, token-bucket", Policy: p(rlt.TokenBucket), Dialect: rlt.None, Options: []rlt.Option{rlt.WithRetryAfter(rlt.RetryAfterNone)}},
 		{Name: "quirk: no headers, no Retry-After, sliding-log", Policy: p(rlt.SlidingLog), Dialect: rlt.None, Options: []rlt.Option{rlt.WithRetryAfter(rlt.RetryAfterNone)}},
-		{Name: "ample quota: 300 requests into 100000/s, ietf", Policy: rlt.Policy{Limit: 100000, Window: time.Second}, Dialect: rlt.IETF},
+		{Name: "ample quota: 300 requests into 100000/s, ietf", Policy: rlt.Quota{Limit: 100000, Window: time.Second}, Dialect: rlt.IETF},
 		{Name: "two processes, one quota, separate stores, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Processes: 2, Workers: 8},
 		{Name: "two processes, one quota, separate stores, token-bucket/x-ratelimit", Policy: p(rlt.TokenBucket), Dialect: rlt.XRateLimit, Processes: 2, Workers: 8},
 		{Name: "two processes, one quota, shared store, fixed-window/ietf", Policy: p(rlt.FixedWindow), Dialect: rlt.IETF, Processes: 2, Workers: 8, SharedStore: true},

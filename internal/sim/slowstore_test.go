@@ -51,7 +51,7 @@ func (s *slowStore) CompareAndSwap(ctx context.Context, key string, v uint64, ne
 func TestSlowSharedStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &slowStore{m: pace.NewMemoryStore(nil), rnd: rand.New(rand.NewPCG(1, 9)), most: 100 * time.Millisecond}
-		s := Scenario{Policy: rlt.Policy{Algorithm: rlt.FixedWindow, Limit: 50, Window: time.Second},
+		s := Scenario{Policy: rlt.Quota{Algorithm: rlt.FixedWindow, Limit: 50, Window: time.Second},
 			Requests: 300, Workers: 8, Processes: 3, RTT: 2 * time.Millisecond, Timeout: 30 * time.Second,
 			Options2: []headway.Option{headway.WithStore(st)}}
 		r := Run(s)

@@ -25,10 +25,10 @@ import (
 // counted at max_tokens when the request arrives, as Anthropic estimates
 // them. The input tokens bind first.
 var (
-	requestQuota = ratelimittest.Policy{Name: "requests", Algorithm: ratelimittest.TokenBucket, Limit: 50, Window: 10 * time.Second}
-	inputQuota   = ratelimittest.Policy{Name: "input-tokens", Algorithm: ratelimittest.TokenBucket, Limit: 10_000, Window: 10 * time.Second,
+	requestQuota = ratelimittest.Quota{Name: "requests", Algorithm: ratelimittest.TokenBucket, Limit: 50, Window: 10 * time.Second}
+	inputQuota   = ratelimittest.Quota{Name: "input-tokens", Algorithm: ratelimittest.TokenBucket, Limit: 10_000, Window: 10 * time.Second,
 		Unit: ratelimittest.UnitInputTokens, Cost: func(r *http.Request) int { in, _ := requestTokens(r); return int(in) }}
-	outputQuota = ratelimittest.Policy{Name: "output-tokens", Algorithm: ratelimittest.TokenBucket, Limit: 8_000, Window: 10 * time.Second,
+	outputQuota = ratelimittest.Quota{Name: "output-tokens", Algorithm: ratelimittest.TokenBucket, Limit: 8_000, Window: 10 * time.Second,
 		Unit: ratelimittest.UnitOutputTokens, Cost: func(r *http.Request) int { _, out := requestTokens(r); return int(out) }}
 )
 
@@ -108,8 +108,8 @@ func newAPI(clock ratelimittest.Clock) *ratelimittest.Handler {
 		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-5-5",`+
 			`"content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
 	})
-	opts := []ratelimittest.Option{ratelimittest.WithPolicy(requestQuota), ratelimittest.WithPolicy(inputQuota),
-		ratelimittest.WithPolicy(outputQuota), ratelimittest.WithDialect(ratelimittest.Anthropic)}
+	opts := []ratelimittest.Option{ratelimittest.WithQuota(requestQuota), ratelimittest.WithQuota(inputQuota),
+		ratelimittest.WithQuota(outputQuota), ratelimittest.WithDialect(ratelimittest.Anthropic)}
 	if clock != nil {
 		opts = append(opts, ratelimittest.WithClock(clock))
 	}

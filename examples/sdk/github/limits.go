@@ -24,8 +24,8 @@ import (
 // announces in no header until it refuses: a 403 with a Retry-After and a
 // message.
 var (
-	searchQuota    = ratelimittest.Policy{Name: "search", Algorithm: ratelimittest.FixedWindow, Limit: 2, Window: time.Second}
-	secondaryQuota = ratelimittest.Policy{Name: "secondary", Algorithm: ratelimittest.SlidingLog, Limit: 4, Window: time.Second}
+	searchQuota    = ratelimittest.Quota{Name: "search", Algorithm: ratelimittest.FixedWindow, Limit: 2, Window: time.Second}
+	secondaryQuota = ratelimittest.Quota{Name: "secondary", Algorithm: ratelimittest.SlidingLog, Limit: 4, Window: time.Second}
 )
 
 // fullAPI is the emulated GitHub API with its resources and a secondary
@@ -62,9 +62,9 @@ func newFullAPI(clock ratelimittest.Clock) *fullAPI {
 		return h
 	}
 	a := &fullAPI{}
-	a.core = limiter(mux, ratelimittest.WithPolicy(quota), ratelimittest.WithDialect(ratelimittest.GitHub))
-	a.search = limiter(mux, ratelimittest.WithPolicy(searchQuota), ratelimittest.WithDialect(ratelimittest.GitHub))
-	a.secondary = limiter(a.core, ratelimittest.WithPolicy(secondaryQuota), ratelimittest.WithDialect(ratelimittest.None),
+	a.core = limiter(mux, ratelimittest.WithQuota(quota), ratelimittest.WithDialect(ratelimittest.GitHub))
+	a.search = limiter(mux, ratelimittest.WithQuota(searchQuota), ratelimittest.WithDialect(ratelimittest.GitHub))
+	a.secondary = limiter(a.core, ratelimittest.WithQuota(secondaryQuota), ratelimittest.WithDialect(ratelimittest.None),
 		ratelimittest.WithRejectStatus(http.StatusForbidden))
 	secondary := githubSecondary(a.secondary)
 	a.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -19,7 +19,7 @@ import (
 
 // quota is the emulated API's: GitHub's "core" resource, scaled down to a
 // fixed window of 10 requests a second so that a run takes seconds.
-var quota = ratelimittest.Policy{Name: "core", Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}
+var quota = ratelimittest.Quota{Name: "core", Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second}
 
 // newAPI returns the emulated GitHub API: GET /users/{login}, behind quota,
 // with GitHub's rate-limit headers (x-ratelimit-limit, -remaining, -used,
@@ -30,7 +30,7 @@ func newAPI(clock ratelimittest.Clock) *ratelimittest.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"login": r.PathValue("login"), "id": 1, "type": "User"})
 	})
-	opts := []ratelimittest.Option{ratelimittest.WithPolicy(quota), ratelimittest.WithDialect(ratelimittest.GitHub)}
+	opts := []ratelimittest.Option{ratelimittest.WithQuota(quota), ratelimittest.WithDialect(ratelimittest.GitHub)}
 	if clock != nil {
 		opts = append(opts, ratelimittest.WithClock(clock))
 	}

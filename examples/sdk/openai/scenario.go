@@ -27,8 +27,8 @@ import (
 // refill continuously (token buckets), as OpenAI's do; the tokens bind
 // first: a call costs 300 to 1,495 tokens.
 var (
-	requestQuota = ratelimittest.Policy{Name: "requests", Algorithm: ratelimittest.TokenBucket, Limit: 60, Window: 10 * time.Second}
-	tokenQuota   = ratelimittest.Policy{Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: 12_000, Window: 10 * time.Second,
+	requestQuota = ratelimittest.Quota{Name: "requests", Algorithm: ratelimittest.TokenBucket, Limit: 60, Window: 10 * time.Second}
+	tokenQuota   = ratelimittest.Quota{Name: "tokens", Algorithm: ratelimittest.TokenBucket, Limit: 12_000, Window: 10 * time.Second,
 		Unit: ratelimittest.UnitTokens, Cost: requestTokens}
 )
 
@@ -111,7 +111,7 @@ func newAPI(clock ratelimittest.Clock, extra ...ratelimittest.Option) *ratelimit
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":%q,"object":"model","created":0,"owned_by":"openai"}`, r.PathValue("id"))
 	})
-	opts := []ratelimittest.Option{ratelimittest.WithPolicy(requestQuota), ratelimittest.WithPolicy(tokenQuota),
+	opts := []ratelimittest.Option{ratelimittest.WithQuota(requestQuota), ratelimittest.WithQuota(tokenQuota),
 		ratelimittest.WithDialect(ratelimittest.OpenAI)}
 	if clock != nil {
 		opts = append(opts, ratelimittest.WithClock(clock))

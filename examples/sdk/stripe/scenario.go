@@ -22,14 +22,14 @@ import (
 // quota is the emulated API's: Stripe's documented limit for a sandbox
 // (25 requests a second; 100 in live mode), as a token bucket. Stripe
 // sends no rate-limit counters: a refusal is a bare 429.
-var quota = ratelimittest.Policy{Algorithm: ratelimittest.TokenBucket, Limit: 25, Window: time.Second}
+var quota = ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: 25, Window: time.Second}
 
 // newAPI returns the emulated Stripe API: POST /v1/customers behind quota,
 // with no rate-limit headers, refusals written as Stripe writes them (a
 // JSON error of code rate_limit, Stripe-Rate-Limited-Reason, no
 // Retry-After). A nil clock is the real one.
 func newAPI(clock ratelimittest.Clock) *ratelimittest.Handler {
-	opts := []ratelimittest.Option{ratelimittest.WithPolicy(quota), ratelimittest.WithDialect(ratelimittest.None),
+	opts := []ratelimittest.Option{ratelimittest.WithQuota(quota), ratelimittest.WithDialect(ratelimittest.None),
 		ratelimittest.WithRetryAfter(ratelimittest.RetryAfterNone)}
 	if clock != nil {
 		opts = append(opts, ratelimittest.WithClock(clock))

@@ -20,7 +20,7 @@ const (
 	// FixedWindow admits up to Limit per window; windows are aligned to the
 	// clock (multiples of Window since the Unix epoch) and start empty, so up
 	// to twice the limit can pass in a span shorter than a window that
-	// straddles a boundary. With Policy.Anchor AnchorFirstRequest each key's
+	// straddles a boundary. With Quota.Anchor AnchorFirstRequest each key's
 	// window starts at its first request instead.
 	FixedWindow Algorithm = "fixed-window"
 	// SlidingLog remembers the time of each admitted unit and admits a
@@ -133,9 +133,10 @@ const (
 	UnitOutputTokens Unit = "output-tokens"
 )
 
-// Policy is one quota the server enforces. A request is admitted only if
-// every policy admits it; then it is charged to all of them.
-type Policy struct {
+// Quota is one quota the server enforces (the server's side of what its
+// headers announce as a ratelimit.Policy). A request is admitted only if
+// every quota admits it; then it is charged to all of them.
+type Quota struct {
 	// Name identifies the policy in the headers that carry names (the IETF
 	// dialect, GitHub's resource). Empty means a name made from the numbers,
 	// such as "10-per-1s".
@@ -162,7 +163,7 @@ type Policy struct {
 	Cost func(*http.Request) int
 }
 
-// CostFromHeader returns a Policy.Cost that reads a request's cost from the
+// CostFromHeader returns a Quota.Cost that reads a request's cost from the
 // header name as a decimal integer, or uses def when the header is absent or
 // not a non-negative integer.
 func CostFromHeader(name string, def int) func(*http.Request) int {
@@ -180,7 +181,7 @@ func CostFromHeader(name string, def int) func(*http.Request) int {
 }
 
 // String describes the policy, for logs: "token-bucket 10 per 1s (burst 20)".
-func (p Policy) String() string {
+func (p Quota) String() string {
 	r, err := compile(p)
 	if err != nil {
 		return fmt.Sprintf("invalid policy (%v)", err)
@@ -206,7 +207,7 @@ type rule struct {
 	cost      func(*http.Request) int
 }
 
-func compile(p Policy) (*rule, error) {
+func compile(p Quota) (*rule, error) {
 	r := &rule{name: p.Name, alg: p.Algorithm, unit: p.Unit, cost: p.Cost}
 	if r.alg == "" {
 		r.alg = FixedWindow
