@@ -22,7 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/internal/testkit/fakeclock"
 )
 
 // TestConnectionRefusedIsRetried: nothing listens, so the request is never

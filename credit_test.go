@@ -14,7 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/headway-go/headway"
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 	"github.com/headway-go/headway/ratelimittest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 )
 
 // concurrencyAPI allows at most limit requests at once, and refuses the

@@ -26,7 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/internal/testkit/fakeclock"
 )
 
 // loStart is the fake clocks' starting instant.

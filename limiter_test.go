@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
 
-	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/internal/testkit/fakeclock"
 )
 
 // TestWithLimiter: the caller's own rate.Limiter is a ceiling on top of the

@@ -4,7 +4,7 @@ package headway_test
 // testing/synctest bubble, where time.Now, sleeps and timers are fake and
 // time jumps ahead whenever every goroutine waits, so a minute of traffic
 // costs milliseconds. The server is ratelimittest's, over an in-memory
-// transport (internal/sim).
+// transport (internal/testkit/sim).
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/headway-go/headway"
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 	"github.com/headway-go/headway/ratelimit"
 	rlt "github.com/headway-go/headway/ratelimittest"
 )
@@ -32,7 +32,7 @@ func simRun(t *testing.T, s sim.Scenario) (r sim.Result) {
 }
 
 // TestPacingTargets guards the simulation's results for the algorithms and
-// dialects whose figures meet the targets (see internal/sim for the
+// dialects whose figures meet the targets (see internal/testkit/sim for the
 // whole table): 300 requests from 16 workers into 50 per second, 20 ms
 // round trips.
 func TestPacingTargets(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/internal/testkit/fakeclock"
 	"github.com/headway-go/headway/pace"
 	"github.com/headway-go/headway/ratelimit"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/internal/testkit/fakeclock"
 	"github.com/headway-go/headway/pace"
 )
 

@@ -5,7 +5,7 @@
 //
 // Simulations in virtual time (testing/synctest) measure what each client
 // does to a server: goodput against every ratelimittest algorithm and
-// dialect (RunGoodput, over internal/sim's Scenario and Ideal oracle), and
+// dialect (RunGoodput, over internal/testkit/sim's Scenario and Ideal oracle), and
 // a total outage and the recovery after it (Amplification, Recovery), each
 // client configured as its users write it (Peer.User). Benchmarks measure
 // what each costs per request.

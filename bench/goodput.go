@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 	rlt "github.com/headway-go/headway/ratelimittest"
 )
 
@@ -24,12 +24,12 @@ const (
 	// caller's context would.
 	SimTimeout = time.Minute
 	// simPhase is how far into a second a goodput run starts, so that a
-	// fixed window's phase is not the clock's (internal/sim's default).
+	// fixed window's phase is not the clock's (internal/testkit/sim's default).
 	simPhase = 370 * time.Millisecond
 )
 
 // GoodputScenario returns the goodput run against one algorithm and
-// dialect, as an internal/sim Scenario, whose Ideal is the oracle that every
+// dialect, as an internal/testkit/sim Scenario, whose Ideal is the oracle that every
 // run is measured against.
 func GoodputScenario(alg rlt.Algorithm, d rlt.Dialect) sim.Scenario {
 	return sim.Scenario{
@@ -72,7 +72,7 @@ func (c GoodputCase) Run() sim.Result { return RunGoodput(c.Scenario, c.Peer) }
 
 // RunGoodput sends s's workload through p's User client to a ratelimittest
 // handler enforcing s's policy in s's dialect, over a SimTransport, and
-// measures it as internal/sim does: the attempts the server saw and
+// measures it as internal/testkit/sim does: the attempts the server saw and
 // refused, the requests that did not end in a 2xx, the time until the last
 // request ended, and the ideal time (sim.Ideal). It must run in a synctest
 // bubble, whose virtual time makes it fast and repeatable. Only the Policy,

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 )
 
 // SimTransport is an http.RoundTripper that serves each request with

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 )
 
 // Names of the simulations, as filters match them: the goodput cases'

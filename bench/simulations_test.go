@@ -14,7 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/headway-go/headway/internal/sim"
+	"github.com/headway-go/headway/internal/testkit/sim"
 	rlt "github.com/headway-go/headway/ratelimittest"
 )
 
@@ -192,7 +192,7 @@ func TestGoodputRuns(t *testing.T) {
 				// the one after, from 1.63s: 16 of them then (one per
 				// worker), and the other 4 once the first answers are
 				// back (1.64s) and reach the server (1.65s); their
-				// answers are back at 1.66s (internal/sim's oracle: the
+				// answers are back at 1.66s (internal/testkit/sim's oracle: the
 				// last admission plus half a round trip).
 				if want := 1630*time.Millisecond + 3*SimRTT/2; r.Ideal != want {
 					t.Errorf("ideal %v, want %v", r.Ideal, want)

@@ -13,7 +13,7 @@ import (
 // The defects issue 17 lists that a pace-level emulation shows (the others
 // are stories in pace_test.go: TestPauseBelongsToBucket,
 // TestForbiddenWithRetryAfterPauses, TestDeclaredQuotaMargin), and
-// internal/sim's defects_test.go runs them through headway's transport.
+// internal/testkit/sim's defects_test.go runs them through headway's transport.
 
 // TestSmallBurstBucket guards issue 17's hidden server "a GCRA / token
 // bucket with a small burst (6) at 50/s whose reset is 'until full', rounded

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/headway-go/headway/internal/fakeclock"
+	"github.com/headway-go/headway/internal/testkit/fakeclock"
 	rlt "github.com/headway-go/headway/ratelimittest"
 )
 

@@ -196,7 +196,7 @@ func (f *fleet) do(c int, client *http.Client) outcome {
 // ideal returns the least time in which a server with policy, started at
 // start, admits n requests: an oracle sends each request the first
 // millisecond the server would admit it, one after another, plus one round
-// trip (the quickest request of the run). It is simpler than internal/sim's
+// trip (the quickest request of the run). It is simpler than internal/testkit/sim's
 // (whose ideal workers each wait for their previous answer, and which asks
 // the server without spending): a fleet's requests are not one worker's.
 func (r *run) ideal(t *testing.T, policy ratelimittest.Quota, n int) time.Duration {

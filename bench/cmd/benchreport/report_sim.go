@@ -152,7 +152,7 @@ func writeGoodput(w io.Writer, sims *bench.SimResults) {
 	p("- **429s**: the share of the attempts the server saw that it refused.\n")
 	p("- **failed**: requests that did not end in a 2xx once the client gave up (each has a minute).\n")
 	p("- **wall / ideal**: the time until the last request ended, over the least time in which the server would\n")
-	p("  admit them all (`internal/sim`'s oracle: each request sent the first millisecond the server would admit it,\n")
+	p("  admit them all (`internal/testkit/sim`'s oracle: each request sent the first millisecond the server would admit it,\n")
 	p("  plus one round trip, and never less than %d round trips). Below 1 means requests failed rather than waited.\n\n",
 		(bench.GoodputRequests+bench.GoodputWorkers-1)/bench.GoodputWorkers)
 	p("Clients are configured as their documentation has a user write them (see [below](#how-the-clients-are-configured)):\n")

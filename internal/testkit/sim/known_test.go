@@ -1,7 +1,7 @@
 package sim
 
 // The reasons of known, one line each, from traces of the cells
-// (go test ./internal/sim -run TestTrace -sim.trace CELL). A cell has the
+// (go test ./internal/testkit/sim -run TestTrace -sim.trace CELL). A cell has the
 // reason of its algorithm and header family when that fails at 50/s, 20 ms
 // and 16 workers too, and the reason of its variation otherwise.
 const (

@@ -14,12 +14,12 @@
 // operating points, and the variations around them) asserts every cell; a
 // representative subset runs by default, the whole grid with
 //
-//	go test ./internal/sim -run TestGrid -sim.grid=full -v
+//	go test ./internal/testkit/sim -run TestGrid -sim.grid=full -v
 //
 // and docs/SIMULATION.md is its table. The tables of every dialect, paced
 // and with retries only, are printed by
 //
-//	go test ./internal/sim -run 'TestTable|TestScenarios' -v
+//	go test ./internal/testkit/sim -run 'TestTable|TestScenarios' -v
 package sim
 
 import (
