@@ -56,6 +56,7 @@ type lease struct {
 type slowLease struct {
 	lease pace.Lease
 	caps  []int // the in-flight caps it counts under (WithMaxInFlight)
+	w     slot  // its place in its key's window (learncap.go)
 }
 
 // key returns the lease's key.
@@ -77,6 +78,14 @@ func (l *lease) caps() []int {
 		return nil
 	}
 	return l.slow.caps
+}
+
+// slot returns l's place in its key's window (learncap.go).
+func (l *lease) slot() slot {
+	if l.slow == nil {
+		return slot{}
+	}
+	return l.slow.w
 }
 
 func newPacer(next http.RoundTripper, c *config) *pacer {
@@ -250,18 +259,29 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 				version = kw.version()
 			}
 		}
-		if !kw.acquire(caps, p.c.caps) {
+		var inWindow slot
+		room := kw.acquire(caps, p.c.caps)
+		held := whyInFlight
+		if room && len(caps) == 0 {
+			// A cap of the caller's says how many the server takes at
+			// once: only the others learn it.
+			if inWindow, room = kw.enterWindow(); !room {
+				kw.release(caps, false)
+				held = whyLearntCap
+			}
+		}
+		if !room {
 			// As many requests as a cap allows are in flight: wait for one
 			// to finish, within max wait.
 			left := p.c.maxWait - now.Sub(start)
 			if left <= 0 {
 				return lease{}, now.Sub(start), &RateLimitError{
 					Method: req.Method, URL: decide.Redact(req.URL),
-					Reason: ReasonWaitTooLong, Bound: p.c.maxWait, Wait: now.Sub(start), Why: whyInFlight,
+					Reason: ReasonWaitTooLong, Bound: p.c.maxWait, Wait: now.Sub(start), Why: held,
 				}
 			}
 			if err := sleepUntilChanged(ctx, clk, left, kw.changedSince(version)); err != nil {
-				return lease{}, clk.Now().Sub(start), canceled(req, 0, whyInFlight, ctx)
+				return lease{}, clk.Now().Sub(start), canceled(req, 0, held, ctx)
 			}
 			continue
 		}
@@ -272,7 +292,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			p.givePoolBack(key, stale)
 			if ok {
 				// Reserved ahead for it by a request before it.
-				return lease{kw: kw, route: preq.Route, slow: &slowLease{lease: l}}, now.Sub(start), nil
+				return lease{kw: kw, route: preq.Route, slow: &slowLease{lease: l, caps: caps, w: inWindow}}, now.Sub(start), nil
 			}
 			var extra []pace.Lease
 			n := 0
@@ -287,6 +307,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 		}
 		if err != nil {
 			kw.release(caps, false)
+			kw.leaveWindow(inWindow)
 			if ctx.Err() != nil {
 				return lease{}, now.Sub(start), canceled(req, 0, "reading the pacing state of "+key, ctx)
 			}
@@ -295,7 +316,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			l := lease{kw: kw, route: preq.Route, slow: &slowLease{lease: d.Lease, caps: caps}}
+			l := lease{kw: kw, route: preq.Route, slow: &slowLease{lease: d.Lease, caps: caps, w: inWindow}}
 			if len(p.c.limiters) == 0 {
 				return l, now.Sub(start), nil
 			}
@@ -306,6 +327,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			return l, clk.Now().Sub(start), nil
 		}
 		kw.release(caps, false)
+		kw.leaveWindow(inWindow)
 		wait := max(d.At.Sub(now), 0)
 		if d.Pace.Limit > 0 {
 			kw.project(t.q, d, now)
@@ -506,6 +528,11 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	// and the route whose credit to count (none when no answer came); an
 	// answer that named no bucket (no headers) places a route only the
 	// first time, as the state does (a proxy's 502 does not move it).
+	if l.kw.windowAnswer(l.slot(), a.Obs.Status, len(a.Obs.Policies) > 0) {
+		// A cap on requests in flight refused it (learncap.go): the
+		// state, which models rates, hears of no answer.
+		a = pace.Answer{}
+	}
 	bucket, route, moved := "", "", false
 	if a.Obs.Status != 0 {
 		route = l.route
@@ -530,9 +557,10 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 		p.c.logger.LogAttrs(context.Background(), slog.LevelWarn, "headway: pacing state not updated",
 			slog.String("key", l.key()), slog.String("error", err.Error()))
 	}
-	if caps := l.caps(); len(caps) > 0 {
-		l.kw.release(caps, true) // which wakes kw's waiters: the lease kept l.kw from being swept
-	} else {
+	// Which wakes kw's waiters when l.kw is kw (the lease kept it from
+	// being swept when it counted in flight).
+	l.kw.finish(l.caps())
+	if kw != l.kw {
 		kw.signal()
 	}
 }
@@ -594,10 +622,10 @@ func (p *pacer) cancel(l lease) {
 		}
 		return nil
 	})
-	if caps := l.caps(); len(caps) > 0 {
-		l.kw.release(caps, true)
-	} else {
-		p.keyWaiters(l.key()).signal()
+	l.kw.windowAnswer(l.slot(), 0, false)
+	l.kw.finish(l.caps())
+	if kw := p.keyWaiters(l.key()); kw != l.kw {
+		kw.signal()
 	}
 }
 

@@ -86,15 +86,17 @@
 //     too, so later requests fail at once instead of each earning a 429,
 //     for at most a day (pace.DefaultMaxPause), so that a misread value
 //     cannot block a host for years. After a pause one request goes first.
-//   - Without any rate-limit headers, nothing is held back until the first
-//     429; from then on the server is identified from what it admitted and
+//   - Without any rate-limit headers, only the window on requests in
+//     flight holds requests back until the first 429 (it grows from one by
+//     an eighth a round trip); from then on the server is identified from what it admitted and
 //     refused (a sliding log, a fixed window or a bucket, of the windows
 //     and rates limiters are configured with) and paced at the limit it
 //     has proven, with a few probes (see package pace).
 //   - Limits known from an API's documentation are declared per route
 //     (WithQuota), and what a request costs in tokens with ContextWithCost.
 //     WithMaxInFlight caps the requests in flight at once, for an API that
-//     limits concurrency.
+//     limits concurrency; a key whose answers name no quota learns such a
+//     cap from its 429s, with that window.
 //   - The requests of a key wait in line: by priority (ContextWithPriority),
 //     in the order they came within one, and only the first asks the
 //     state. A request of a higher priority takes the place of a lower one

@@ -61,11 +61,19 @@ func (kw *keyWaiters) release(caps []int, wake bool) {
 	}
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
+	kw.releaseLocked(caps)
+	if wake {
+		kw.wake()
+	}
+}
+
+// releaseLocked is release, without waking, with kw.mu held.
+func (kw *keyWaiters) releaseLocked(caps []int) {
+	if len(caps) == 0 {
+		return
+	}
 	for _, i := range caps {
 		kw.flight[i]--
 	}
 	kw.flying--
-	if wake {
-		kw.wake()
-	}
 }
