@@ -1,6 +1,9 @@
 package headway
 
-import "net/http"
+import (
+	"math"
+	"net/http"
+)
 
 // A server may limit how many requests it serves at once rather than how
 // many it serves per window: it refuses a request that finds too many in
@@ -49,7 +52,7 @@ import "net/http"
 // governs (WithMaxInFlight) does not count in it: the caller said how many
 // the server takes.
 type learntCap struct {
-	off      bool   // an answer named a quota: no window
+	off      bool   // its 429s are a rate's: drop the window
 	inFlight int    // counted requests: granted, not yet answered nor given back
 	window   int    // the most in flight; 0 until the key's first grant
 	full     int    // answers to requests sent with the window more than half full, since it last grew
@@ -59,7 +62,7 @@ type learntCap struct {
 	granted  uint64 // requests counted so far
 	// recent holds the count in flight when each of the last len(recent)
 	// requests was granted, by number, for their peaks.
-	recent [64]int32
+	recent [32]int16
 	// episodes is how many have opened; sinceEpisode, the admissions
 	// since the last one opened.
 	episodes, sinceEpisode int
@@ -105,19 +108,19 @@ const whyLearntCap = "waiting for requests in flight to finish (the server's ans
 func (kw *keyWaiters) enterWindow() (slot, bool) {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	c := &kw.lc
-	if c.off {
+	if kw.noWindow {
 		return slot{}, true
 	}
-	if c.window == 0 {
-		c.window = 1
+	if kw.lc == nil {
+		kw.lc = &learntCap{window: 1}
 	}
+	c := kw.lc
 	if c.inFlight >= c.window {
 		return slot{}, false
 	}
 	c.inFlight++
 	c.granted++
-	c.recent[c.granted%uint64(len(c.recent))] = int32(c.inFlight)
+	c.recent[c.granted%uint64(len(c.recent))] = int16(min(c.inFlight, math.MaxInt16))
 	kw.flying++ // a key with requests in flight is not swept
 	return slot{n: c.inFlight, seq: c.granted}, true
 }
@@ -129,7 +132,9 @@ func (kw *keyWaiters) leaveWindow(s slot) {
 	}
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	kw.lc.inFlight--
+	if kw.lc != nil {
+		kw.lc.inFlight--
+	}
 	kw.flying--
 }
 
@@ -140,22 +145,36 @@ func (kw *keyWaiters) leaveWindow(s slot) {
 func (kw *keyWaiters) windowAnswer(s slot, status int, named bool) (capRefusal bool) {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	c := &kw.lc
+	if s.n > 0 {
+		kw.flying--
+	}
+	c := kw.lc
+	if c == nil || named {
+		kw.dropWindow(named)
+		return false
+	}
 	if s.n == 0 {
-		c.off = c.off || named
 		return false
 	}
 	c.inFlight--
-	kw.flying--
-	c.off = c.off || named
 	switch {
-	case c.off || status == 0:
-		return false
+	case status == 0:
 	case status == http.StatusTooManyRequests:
-		return c.refused(c.peak(s))
+		capRefusal = c.refused(c.peak(s))
 	default:
 		c.admitted(s)
-		return false
+	}
+	if c.off {
+		kw.dropWindow(true)
+	}
+	return capRefusal
+}
+
+// dropWindow forgets kw's window for good when drop (an answer named a
+// quota, or its 429s are a rate's); kw.mu is held.
+func (kw *keyWaiters) dropWindow(drop bool) {
+	if drop {
+		kw.noWindow, kw.lc = true, nil
 	}
 }
 

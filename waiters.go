@@ -30,7 +30,10 @@ type keyWaiters struct {
 	dead    atomic.Bool       // swept: join the key's new waiters instead (set under mu)
 	key     string            // the key, for pacer.last
 	fast    fastBook          // the key's credit, and the requests sent on it (credit.go)
-	lc      learntCap         // the window on requests in flight of a key that names no quota (learncap.go)
+	// The window on requests in flight of a key that names no quota
+	// (learncap.go): nil until its first grant, and once noWindow.
+	lc       *learntCap
+	noWindow bool
 }
 
 // A waitLine is one line: whether a request has its turn (and its
