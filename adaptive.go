@@ -259,16 +259,15 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 				version = kw.version()
 			}
 		}
-		var inWindow slot
 		room := kw.acquire(caps, p.c.caps)
 		held := whyInFlight
-		if room && len(caps) == 0 {
-			// A cap of the caller's says how many the server takes at
-			// once: only the others learn it.
-			if inWindow, room = kw.enterWindow(); !room {
-				kw.release(caps, false)
-				held = whyLearntCap
-			}
+		// A cap of the caller's says how many the server takes at once:
+		// only the others learn it. A place in the window is taken once
+		// the request is granted (enterWindow): a request told to wait
+		// holds none meanwhile.
+		if room && len(caps) == 0 && !kw.windowRoom() {
+			kw.release(caps, false)
+			room, held = false, whyLearntCap
 		}
 		if !room {
 			// As many requests as a cap allows are in flight: wait for one
@@ -280,8 +279,15 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 					Reason: ReasonWaitTooLong, Bound: p.c.maxWait, Wait: now.Sub(start), Why: held,
 				}
 			}
+			stalled := held == whyLearntCap && left > windowStall
+			if stalled {
+				left = windowStall
+			}
 			if err := sleepUntilChanged(ctx, clk, left, kw.changedSince(version)); err != nil {
 				return lease{}, clk.Now().Sub(start), canceled(req, 0, held, ctx)
+			}
+			if stalled {
+				kw.stallWindow(version) // no answer came: the window grows
 			}
 			continue
 		}
@@ -292,7 +298,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			p.givePoolBack(key, stale)
 			if ok {
 				// Reserved ahead for it by a request before it.
-				return lease{kw: kw, route: preq.Route, slow: &slowLease{lease: l, caps: caps, w: inWindow}}, now.Sub(start), nil
+				return lease{kw: kw, route: preq.Route, slow: &slowLease{lease: l, caps: caps, w: kw.enterWindow(len(caps) == 0)}}, now.Sub(start), nil
 			}
 			var extra []pace.Lease
 			n := 0
@@ -307,7 +313,6 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 		}
 		if err != nil {
 			kw.release(caps, false)
-			kw.leaveWindow(inWindow)
 			if ctx.Err() != nil {
 				return lease{}, now.Sub(start), canceled(req, 0, "reading the pacing state of "+key, ctx)
 			}
@@ -316,7 +321,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			return lease{}, now.Sub(start), fmt.Errorf("headway: pacing state of %s: %w", key, err)
 		}
 		if d.OK {
-			l := lease{kw: kw, route: preq.Route, slow: &slowLease{lease: d.Lease, caps: caps, w: inWindow}}
+			l := lease{kw: kw, route: preq.Route, slow: &slowLease{lease: d.Lease, caps: caps, w: kw.enterWindow(len(caps) == 0)}}
 			if len(p.c.limiters) == 0 {
 				return l, now.Sub(start), nil
 			}
@@ -327,7 +332,6 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 			return l, clk.Now().Sub(start), nil
 		}
 		kw.release(caps, false)
-		kw.leaveWindow(inWindow)
 		wait := max(d.At.Sub(now), 0)
 		if d.Pace.Limit > 0 {
 			kw.project(t.q, d, now)
@@ -528,7 +532,7 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	// and the route whose credit to count (none when no answer came); an
 	// answer that named no bucket (no headers) places a route only the
 	// first time, as the state does (a proxy's 502 does not move it).
-	if l.kw.windowAnswer(l.slot(), a.Obs.Status, len(a.Obs.Policies) > 0) {
+	if l.kw.windowAnswer(l.slot(), a.Obs.Status, len(a.Obs.Policies) > 0, a.Obs.HasRetryAfter) {
 		// A cap on requests in flight refused it (learncap.go): the
 		// state, which models rates, hears of no answer.
 		a = pace.Answer{}
@@ -622,7 +626,7 @@ func (p *pacer) cancel(l lease) {
 		}
 		return nil
 	})
-	l.kw.windowAnswer(l.slot(), 0, false)
+	l.kw.windowAnswer(l.slot(), 0, false, false)
 	l.kw.finish(l.caps())
 	if kw := p.keyWaiters(l.key()); kw != l.kw {
 		kw.signal()

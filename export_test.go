@@ -52,3 +52,20 @@ func InFlight(rt http.RoundTripper, key string) (n, lent int) {
 // WithoutCredit makes the pacing layer ask the key's state for every
 // request, as it did before credit.go: for comparisons.
 func WithoutCredit() Option { return func(c *config) { c.noCredit = true } }
+
+// WindowState returns key's count of requests in flight (keyWaiters.flying),
+// its window's (learncap.go), and whether it has a window, or none for good.
+func WindowState(rt http.RoundTripper, key string) (flying, inFlight int, lc bool, noWindow bool) {
+	p := pacerOf(rt)
+	v, ok := p.waiters.Load(key)
+	if !ok {
+		return -1, -1, false, false
+	}
+	kw := v.(*keyWaiters)
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	if kw.lc != nil {
+		inFlight = kw.lc.inFlight
+	}
+	return kw.flying, inFlight, kw.lc != nil, kw.noWindow
+}

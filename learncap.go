@@ -3,6 +3,7 @@ package headway
 import (
 	"math"
 	"net/http"
+	"time"
 )
 
 // A server may limit how many requests it serves at once rather than how
@@ -10,38 +11,45 @@ import (
 // flight, whatever the rate, and its answers say nothing of it. Pacing by
 // rate alone then sends a burst the server refuses most of, and learns from
 // those refusals a rate far below what the server allows. So a key whose
-// answers have never named a quota (no rate-limit headers: pacing knows
-// nothing of its limits) keeps a window on its requests in flight, learnt
-// as TCP learns a congestion window, but additively from the start, so
-// that learning a cap costs a refusal or two rather than a burst's worth:
+// answers name no quota (no rate-limit headers: pacing knows nothing of
+// its limits) keeps a window on its requests in flight, learnt as TCP
+// learns a congestion window, but slowly from the start, so that learning
+// a cap costs a refusal or two rather than a burst's worth:
 //
-//   - The window starts at one request (the key's first goes alone) and
-//     grows each time as many requests as it holds are answered that were
-//     sent with it more than half full, by an eighth of itself (at least
-//     one): by that much a round trip while it binds (capGrowth). Any answer but a 429 counts (a failing backend
-//     is no cap on requests in flight).
+//   - The window opens with the key's first answer that names nothing, at
+//     two requests once one was admitted (the key's first request goes
+//     alone anyway: pace's first lease). It grows each time as many
+//     requests as it holds are answered that were sent with it more than
+//     half full, by an eighth of itself (at least one): by that much a
+//     round trip while it binds (capGrowth). Any answer but a 429 counts:
+//     a failing backend is no cap on requests in flight. A window that
+//     stays full for windowStall with no answer grows all the same: the
+//     requests in it (long polls) were taken, as a cap's 429 comes at once.
+//   - A request takes its place once granted; one told to wait holds none.
 //   - A request's peak is the most requests in flight, itself included,
 //     while it was: the server's count when it arrived was at most that
 //     (answers on their way back count here, not there), so a cap's 429
 //     comes only with a peak above the cap.
 //   - A 429 with a peak of more than one that filled the window (or one
 //     short of it, which may have grown meanwhile) is taken for a cap's:
-//     the peak is the cap's ceiling, and the window goes one below it.
+//     the peak is the cap's ceiling, and the window goes one below it. A
+//     429 with a Retry-After is a rate's: the server says when to come
+//     back, and the pacing state pauses the key.
 //   - A cap's 429 is not told to the pacing state, which models rates: it
 //     is no news of one. But a rate's 429s come with any count, and a
 //     window running out of quota refuses every request in flight: so a
 //     429 taken for a cap's opens an episode, which an admission of a
 //     request granted after it closes (the cap holds). In the episode, a
-//     429 with a lower peak lowers the ceiling to it; but one of a request
-//     alone in flight, or more of them than one past the window's last
-//     step (by which it passed the cap), shows a rate's doing instead: the
-//     window is dropped for good, and that 429 and those after it are told
-//     to the pacing state (all but the first one or two of a burst).
+//     429 with a lower peak, still filling the window, lowers the ceiling
+//     to it; but one with fewer in flight than the window, or more of them
+//     than one past the window's last step (by which it passed the cap),
+//     or one with a Retry-After, shows a rate's doing instead: the window
+//     is dropped for good, and that 429 and those after it are told to the
+//     pacing state (all but the first one or two of a burst).
 //   - A cap refuses again only when the window tries its ceiling: a 429
 //     taken for a cap's within capEpisodeGap admissions of the last
 //     episode is a rate's (a sliding counter refuses one request at a time,
-//     with the window full), and the key's window is dropped for good:
-//     its refusals are the pacing state's.
+//     with the window full), and the key's window is dropped for good.
 //   - Under a ceiling the window grows up to one below it, and tries it
 //     again every capProbeEvery admissions (a refusal each time, should the
 //     cap hold); as many admissions as the ceiling, sent with at least the
@@ -50,11 +58,12 @@ import (
 // Once an answer names a quota, the key's limits are the pacing state's to
 // model and the window is dropped. A request that a cap of the caller's
 // governs (WithMaxInFlight) does not count in it: the caller said how many
-// the server takes.
+// the server takes. The window lives with the key's waiters: a key idle
+// long enough for them to be swept opens a new one with its next answer.
 type learntCap struct {
 	off      bool   // its 429s are a rate's: drop the window
 	inFlight int    // counted requests: granted, not yet answered nor given back
-	window   int    // the most in flight; 0 until the key's first grant
+	window   int    // the most in flight
 	full     int    // answers to requests sent with the window more than half full, since it last grew
 	ceiling  int    // the least count of a 429 taken for a cap's; 0: none
 	atCeil   int    // admissions sent with at least the ceiling in flight, since it was set
@@ -103,54 +112,85 @@ const capProbeEvery = 200
 // nothing of its limits.
 const whyLearntCap = "waiting for requests in flight to finish (the server's answers say nothing of its limits: headway learns how many it takes at once)"
 
-// enterWindow counts a request about to be granted in kw's window and
-// returns its slot, or false when the window is full.
-func (kw *keyWaiters) enterWindow() (slot, bool) {
+// windowRoom reports whether kw's window has room for one more request.
+// A key has no window until an answer that names nothing comes
+// (learntCap): its first request goes alone anyway (pace's first lease),
+// and one whose waiters were swept is known to its pacing state.
+func (kw *keyWaiters) windowRoom() bool {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	if kw.noWindow {
-		return slot{}, true
-	}
-	if kw.lc == nil {
-		kw.lc = &learntCap{window: 1}
-	}
 	c := kw.lc
-	if c.inFlight >= c.window {
-		return slot{}, false
+	return c == nil || c.inFlight < c.window
+}
+
+// enterWindow counts a request just granted in kw's window (when count:
+// a request that a cap of the caller's governs does not count), and
+// returns its place. The window had room a moment before (windowRoom); a
+// request granted meanwhile may take it one past, rarely.
+func (kw *keyWaiters) enterWindow(count bool) slot {
+	if !count {
+		return slot{}
+	}
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	c := kw.lc
+	if c == nil {
+		return slot{}
 	}
 	c.inFlight++
 	c.granted++
 	c.recent[c.granted%uint64(len(c.recent))] = int16(min(c.inFlight, math.MaxInt16))
 	kw.flying++ // a key with requests in flight is not swept
-	return slot{n: c.inFlight, seq: c.granted}, true
+	return slot{n: c.inFlight, seq: c.granted}
 }
 
-// leaveWindow gives back slot s of a request that was not sent.
-func (kw *keyWaiters) leaveWindow(s slot) {
-	if s.n == 0 {
-		return
-	}
+// windowStall is how long a request waits for a full window while no
+// answer comes before the window grows all the same: requests that stay
+// long in flight (long polls, slow reports) were taken by the server, and
+// a cap's 429 would have come at once.
+const windowStall = 250 * time.Millisecond
+
+// stallWindow grows kw's window, as an answer would, when it is still full
+// and has not changed since version (no answer came for windowStall).
+func (kw *keyWaiters) stallWindow(version uint64) {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	if kw.lc != nil {
-		kw.lc.inFlight--
+	if c := kw.lc; c != nil && kw.changes.Load() == version && c.inFlight >= c.window {
+		c.grow()
+		kw.wake()
 	}
-	kw.flying--
 }
 
 // windowAnswer counts the answer to the request of slot s: its status (0:
-// none came, or it was given back) and whether it named a quota. It
-// reports whether the answer is a cap's 429, which the pacing state is not
-// told. The caller wakes the key's waiters after (finish).
-func (kw *keyWaiters) windowAnswer(s slot, status int, named bool) (capRefusal bool) {
+// none came, or it was given back), whether it named a quota, and whether
+// it said when to come back (a Retry-After: a 429 that does is a rate's,
+// told to the pacing state, whose pause it is). It reports whether the
+// answer is a cap's 429, which the pacing state is not told. The caller
+// wakes the key's waiters after (finish).
+func (kw *keyWaiters) windowAnswer(s slot, status int, named, retryAfter bool) (capRefusal bool) {
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
 	if s.n > 0 {
 		kw.flying--
 	}
+	if named {
+		kw.dropWindow(true)
+	}
+	if kw.noWindow || status == 0 {
+		if c := kw.lc; c != nil && s.n > 0 {
+			c.inFlight--
+		}
+		return false
+	}
 	c := kw.lc
-	if c == nil || named {
-		kw.dropWindow(named)
+	if c == nil {
+		// The first answer that names nothing: the window opens, at
+		// two once one request was admitted.
+		c = &learntCap{window: 1}
+		if status != http.StatusTooManyRequests {
+			c.window = 2
+		}
+		kw.lc = c
 		return false
 	}
 	if s.n == 0 {
@@ -158,7 +198,8 @@ func (kw *keyWaiters) windowAnswer(s slot, status int, named bool) (capRefusal b
 	}
 	c.inFlight--
 	switch {
-	case status == 0:
+	case status == http.StatusTooManyRequests && retryAfter:
+		c.rateRefusal()
 	case status == http.StatusTooManyRequests:
 		capRefusal = c.refused(c.peak(s))
 	default:
@@ -180,12 +221,13 @@ func (kw *keyWaiters) dropWindow(drop bool) {
 
 // peak returns the most requests in flight while the request of slot s
 // was: the count when it was granted and when each granted after it was
-// (the last len(recent) of them; with more, the window, which they
-// filled).
+// (the last len(recent) of them: with more, the peak may be
+// underestimated, which takes a cap's 429 for a rate's, never the
+// reverse).
 func (c *learntCap) peak(s slot) int {
 	p, from := s.n, s.seq+1
 	if n := uint64(len(c.recent)); c.granted-s.seq >= n {
-		p, from = max(p, c.window), c.granted-n+1
+		from = c.granted - n + 1
 	}
 	for seq := from; seq <= c.granted; seq++ {
 		p = max(p, int(c.recent[seq%uint64(len(c.recent))]))
@@ -200,7 +242,7 @@ func (c *learntCap) refused(peak int) bool {
 		if c.epRate {
 			return false
 		}
-		if peak < 2 || c.epRefusals >= c.epMax {
+		if peak < 2 || peak < c.window || c.epRefusals >= c.epMax {
 			// A rate's doing after all: the key's refusals are the
 			// pacing state's from now on.
 			c.epRate, c.off = true, true
@@ -231,6 +273,27 @@ func (c *learntCap) refused(peak int) bool {
 	return true
 }
 
+// grow grows the window by a step (capGrowth), up to one below the
+// ceiling.
+func (c *learntCap) grow() {
+	if c.ceiling > 0 && c.window+1 >= c.ceiling {
+		return
+	}
+	c.step = max(c.window/capGrowth, 1)
+	if c.ceiling > 0 {
+		c.step = min(c.step, c.ceiling-1-c.window)
+	}
+	c.full, c.window = 0, c.window+c.step
+}
+
+// rateRefusal counts a 429 that says when to come back: a rate's. In an
+// episode, it shows that the episode's 429s were a rate's too.
+func (c *learntCap) rateRefusal() {
+	if c.episode && !c.epRate {
+		c.epRate, c.off = true, true
+	}
+}
+
 // admitted counts an answer other than a 429 to the request of slot s.
 func (c *learntCap) admitted(s slot) {
 	c.sinceEpisode++
@@ -247,11 +310,7 @@ func (c *learntCap) admitted(s slot) {
 	}
 	if c.ceiling == 0 || c.window+1 < c.ceiling {
 		if c.full++; c.full >= c.window {
-			c.step = max(c.window/capGrowth, 1)
-			if c.ceiling > 0 {
-				c.step = min(c.step, c.ceiling-1-c.window)
-			}
-			c.full, c.window = 0, c.window+c.step
+			c.grow()
 		}
 		return
 	}
