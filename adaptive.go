@@ -528,15 +528,15 @@ func (p *pacer) complete(l lease, req *http.Request, now time.Time, a pace.Answe
 	} else if !kw.used.Load() {
 		kw.used.Store(true)
 	}
-	// The bucket the answer counted l's route in ("" when it named none),
-	// and the route whose credit to count (none when no answer came); an
-	// answer that named no bucket (no headers) places a route only the
-	// first time, as the state does (a proxy's 502 does not move it).
 	if l.kw.windowAnswer(l.slot(), a.Obs.Status, len(a.Obs.Policies) > 0, a.Obs.HasRetryAfter) {
 		// A cap on requests in flight refused it (learncap.go): the
 		// state, which models rates, hears of no answer.
 		a = pace.Answer{}
 	}
+	// The bucket the answer counted l's route in ("" when it named none),
+	// and the route whose credit to count (none when no answer came); an
+	// answer that named no bucket (no headers) places a route only the
+	// first time, as the state does (a proxy's 502 does not move it).
 	bucket, route, moved := "", "", false
 	if a.Obs.Status != 0 {
 		route = l.route

@@ -80,7 +80,6 @@ type learntCap struct {
 	episode    bool
 	epGranted  uint64 // granted when it opened
 	epRefusals int    // 429s taken for a cap's in it
-	epRate     bool   // a rate's doing: its 429s are told
 	epMax      int    // the 429s it may take for a cap's: the window's last step, by which it passed the cap
 	step       int    // the window's last growth
 }
@@ -174,7 +173,7 @@ func (kw *keyWaiters) windowAnswer(s slot, status int, named, retryAfter bool) (
 		kw.flying--
 	}
 	if named {
-		kw.dropWindow(true)
+		kw.dropWindow()
 	}
 	if kw.noWindow || status == 0 {
 		if c := kw.lc; c != nil && s.n > 0 {
@@ -206,17 +205,15 @@ func (kw *keyWaiters) windowAnswer(s slot, status int, named, retryAfter bool) (
 		c.admitted(s)
 	}
 	if c.off {
-		kw.dropWindow(true)
+		kw.dropWindow()
 	}
 	return capRefusal
 }
 
-// dropWindow forgets kw's window for good when drop (an answer named a
-// quota, or its 429s are a rate's); kw.mu is held.
-func (kw *keyWaiters) dropWindow(drop bool) {
-	if drop {
-		kw.noWindow, kw.lc = true, nil
-	}
+// dropWindow forgets kw's window for good (an answer named a quota, or its
+// 429s are a rate's); kw.mu is held.
+func (kw *keyWaiters) dropWindow() {
+	kw.noWindow, kw.lc = true, nil
 }
 
 // peak returns the most requests in flight while the request of slot s
@@ -239,13 +236,10 @@ func (c *learntCap) peak(s slot) int {
 // whether it is taken for a cap's.
 func (c *learntCap) refused(peak int) bool {
 	if c.episode {
-		if c.epRate {
-			return false
-		}
 		if peak < 2 || peak < c.window || c.epRefusals >= c.epMax {
 			// A rate's doing after all: the key's refusals are the
-			// pacing state's from now on.
-			c.epRate, c.off = true, true
+			// pacing state's from now on (off drops the window).
+			c.off = true
 			return false
 		}
 		c.epRefusals++
@@ -264,7 +258,7 @@ func (c *learntCap) refused(peak int) bool {
 	}
 	c.episodes++
 	c.sinceEpisode = 0
-	c.episode, c.epGranted, c.epRefusals, c.epRate = true, c.granted, 1, false
+	c.episode, c.epGranted, c.epRefusals = true, c.granted, 1
 	c.epMax = max(c.step, 1) + 1
 	if c.ceiling == 0 || peak < c.ceiling {
 		c.ceiling = peak
@@ -289,8 +283,8 @@ func (c *learntCap) grow() {
 // rateRefusal counts a 429 that says when to come back: a rate's. In an
 // episode, it shows that the episode's 429s were a rate's too.
 func (c *learntCap) rateRefusal() {
-	if c.episode && !c.epRate {
-		c.epRate, c.off = true, true
+	if c.episode {
+		c.off = true
 	}
 }
 
