@@ -87,7 +87,7 @@
 //     for at most a day (pace.DefaultMaxPause), so that a misread value
 //     cannot block a host for years. After a pause one request goes first.
 //   - Without any rate-limit headers, only the window on requests in
-//     flight holds requests back until the first 429 (it grows from one by
+//     flight holds requests back until the first 429 (it grows from two by
 //     an eighth a round trip); from then on the server is identified from what it admitted and
 //     refused (a sliding log, a fixed window or a bucket, of the windows
 //     and rates limiters are configured with) and paced at the limit it
