@@ -2,6 +2,7 @@ package headway
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -58,11 +59,25 @@ func (t *retryTransport) RoundTrip(req *http.Request) (resp *http.Response, err 
 		if st == nil {
 			st = new(Stats) // to tell the hook, when the caller keeps none
 		}
-		resp, err = t.loop(req, key, obs, st)
-		c.done(req, key, st, resp, err)
-		return resp, err
+		return t.loopDone(req, key, obs, st)
 	}
 	return t.loop(req, key, obs, st)
+}
+
+// loopDone is loop for a client with a WithOnDone hook, which hears of
+// every request's end: a panic in the transport below included (as an
+// error, before the panic goes on). The defer is here, not in RoundTrip,
+// so that a request without the hook pays for none.
+func (t *retryTransport) loopDone(req *http.Request, key string, obs observer, st *Stats) (resp *http.Response, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.c.done(req, key, st, nil, fmt.Errorf("headway: panic in the transport below: %v", r))
+			panic(r)
+		}
+	}()
+	resp, err = t.loop(req, key, obs, st)
+	t.c.done(req, key, st, resp, err)
+	return resp, err
 }
 
 // loop is RoundTrip's retry loop for req, to key, keeping st (nil: none)

@@ -823,6 +823,22 @@ func TestHooks(t *testing.T) {
 	require.Equal(t, 2, done[0].Attempts)
 }
 
+// TestHookHearsOfAPanic: WithOnDone hears of a request whose transport
+// panics (as an error), and the panic goes on to the caller. Since the hook
+// ran after the retry loop rather than in a defer, it missed such a
+// request: an OpenTelemetry request counter (otelheadway) skipped it.
+func TestHookHearsOfAPanic(t *testing.T) {
+	var done []DoneEvent
+	rt := NewTransport(loRTFunc(func(*http.Request) (*http.Response, error) { panic("boom") }),
+		WithOnDone(func(e DoneEvent) { done = append(done, e) }))
+	req, err := http.NewRequest(http.MethodGet, apiURL, nil)
+	require.NoError(t, err)
+	require.PanicsWithValue(t, "boom", func() { rt.RoundTrip(req) })
+	require.Len(t, done, 1)
+	require.ErrorContains(t, done[0].Err, "panic in the transport below: boom")
+	require.Zero(t, done[0].StatusCode)
+}
+
 // TestCanceledWhileHeldIsTyped: a request whose context ends while the
 // pacing layer holds it back, in a pause or in its key's line behind an
 // earlier request, fails with a *RateLimitError (ReasonCanceled, StatusCode

@@ -166,8 +166,9 @@
 // Reserve and Complete:
 //
 //	n := st.Credit(now, route) // after a Reserve or Complete
-//	// ... up to n requests go; each answer under 400 is kept as a Span:
-//	st.Spent(route, spans, cfg) // before the next Reserve or Complete
+//	// ... up to n requests go; each answer under 400 is kept as a Span,
+//	// its send and answer times as durations since an origin (now):
+//	st.Spent(route, now, spans, cfg) // before the next Reserve or Complete
 //
 // headway's pacing layer spends a credit for the in-process store only (a
 // fleet on a shared store must see each request) and reads an answer at
