@@ -28,8 +28,10 @@ var ErrOverloaded = errors.New("headway: backend overloaded, request not sent")
 // longer than WithAttemptTimeout allows.
 var ErrAttemptTimeout = errors.New("headway: attempt timed out")
 
-// Reason says why headway gave up on a request. (Its values are those of
-// the decisions in internal/decide, which TestReasonsAgree checks.)
+// Reason says why headway gave up on a request: which of its bounds (or
+// the server, or the caller) ended it. What made a request wait is
+// something else, RateLimitError.Why. (Reason's values are those of the
+// decisions in internal/decide, which TestReasonsAgree checks.)
 type Reason int
 
 const (
@@ -114,7 +116,11 @@ type RateLimitError struct {
 	// before): the wait it needed (Wait, Why) cannot fit.
 	Attempts int
 	Waited   time.Duration
-	// Reason says why headway stopped.
+	// Reason says which of headway's bounds ended the request (the max
+	// wait, the deadline, the attempts, the budget...); Why, below, what
+	// made it wait: they answer different questions, and a request held
+	// by an exhausted quota past its deadline has both (ReasonDeadline,
+	// and the quota that ran out).
 	Reason Reason
 	// Bound is the bound that was hit: the max wait for ReasonWaitTooLong,
 	// the time left before the deadline for ReasonDeadline.
@@ -124,7 +130,10 @@ type RateLimitError struct {
 	// Wait and Why are set when the pacing layer refused to send the
 	// request (StatusCode 0): how long it would have had to wait (what
 	// was left of the wait when its context ended, with ReasonCanceled;
-	// 0 when unknown, as in a key's line), and why.
+	// 0 when unknown, as in a key's line), and what held it, in words: a
+	// pause the server asked for, the quota that ran out and when it
+	// returns, the rate learnt from 429s (pace.Why and its detail), where
+	// Reason says which bound that wait could not fit.
 	Wait time.Duration
 	Why  string
 }
@@ -210,7 +219,11 @@ type RetryError struct {
 	// waiting between them.
 	Attempts int
 	Waited   time.Duration
-	// Reason says why headway stopped.
+	// Reason says which of headway's bounds ended the request (the max
+	// wait, the deadline, the attempts, the budget...); Why, below, what
+	// made it wait: they answer different questions, and a request held
+	// by an exhausted quota past its deadline has both (ReasonDeadline,
+	// and the quota that ran out).
 	Reason Reason
 	// StatusCode is the last response's status when the last attempt got
 	// one (a 5xx, when the context ended during the wait), else 0.

@@ -87,7 +87,9 @@ type Request struct {
 	Cost []Amount
 }
 
-// Why says why a request must wait.
+// Why says why a request must wait: what holds it, not the bound a wait
+// may then fail to fit (headway's Reason says that; RateLimitError.Why
+// carries a Why in words).
 type Why uint8
 
 // The reasons to wait.
