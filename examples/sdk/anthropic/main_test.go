@@ -43,12 +43,16 @@ func TestREADME(t *testing.T) {
 
 // TestREADMEPromptsOfManySizes is the same with prompts of 100 to 1,295
 // input tokens, each declaring a different cost. (With pace before
-// b83f1e0, about one run in five refused 13 of 53 attempts.)
+// b83f1e0, about one run in five refused 13 of 53 attempts.) The order in
+// which the goroutines run decides between two outcomes: 18.26 s, the
+// ideal, in about 2 runs in 5, and 19.03-19.19 s (1.04-1.051x) in the
+// others, so the bound leaves room above the second (a bound of 1.05
+// failed about one run in 30, in CI too).
 func TestREADMEPromptsOfManySizes(t *testing.T) {
 	res := run(t, setups[2], true)
 	require.Equal(t, calls, res.Succeeded)
 	require.LessOrEqual(t, res.Refused, policies*sdkrun.Learning, "no 429s but the pacing model's learning")
-	require.LessOrEqual(t, res.Slowdown(), 1.05)
+	require.LessOrEqual(t, res.Slowdown(), 1.07)
 }
 
 // TestWithoutCost shows why each call declares its tokens: headway sees
