@@ -219,11 +219,8 @@ type RetryError struct {
 	// waiting between them.
 	Attempts int
 	Waited   time.Duration
-	// Reason says which of headway's bounds ended the request (the max
-	// wait, the deadline, the attempts, the budget...); Why, below, what
-	// made it wait: they answer different questions, and a request held
-	// by an exhausted quota past its deadline has both (ReasonDeadline,
-	// and the quota that ran out).
+	// Reason says which of headway's bounds ended the request (the
+	// attempts, the budget, the deadline...).
 	Reason Reason
 	// StatusCode is the last response's status when the last attempt got
 	// one (a 5xx, when the context ended during the wait), else 0.

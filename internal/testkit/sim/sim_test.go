@@ -159,8 +159,6 @@ func scenarios() []Scenario {
 	}
 }
 
-// TestScenarios prints (-v) the quirks and workloads table, paced and with
-// retries only, and asserts that no paced request failed.
 // mayFail is how many paced requests of a scenario may fail: none, but
 // for two processes that share a quota without sharing what they know.
 // One of them, paused by a 429's Retry-After, comes back with one request
@@ -177,6 +175,9 @@ func mayFail(scenario string) int {
 	return 0
 }
 
+// TestScenarios prints (-v) the quirks and workloads table, paced and with
+// retries only, and asserts that no paced request failed (beyond what
+// mayFail allows).
 func TestScenarios(t *testing.T) {
 	var lines []string
 	for _, s := range scenarios() {
