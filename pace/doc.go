@@ -87,10 +87,12 @@
 // A server that sends no rate-limit headers is modelled the same way, with
 // a fixed set of candidates and admitted or refused as the evidence: a
 // sliding log or a fixed window on the server's clock, of each of 20
-// windows from 10 ms to an hour, and a bucket of each of 24 rates from
-// 1000/s to one a minute (the windows and rates rate limiters are
-// configured with). Each candidate's other parameter, its limit (a
-// window's count, a bucket's capacity), is bounded from both sides by the
+// windows from 10 ms to an hour, a sliding window counter (this window's
+// count and the last one's, weighed) of each of those windows from a
+// second, and a bucket of each of 24 rates from 1000/s to one a minute
+// (the windows and rates rate limiters are configured with). Each
+// candidate's other parameter, its limit (a window's count, a bucket's
+// capacity), is bounded from both sides by the
 // client's ledger of arrivals, weighed in the order they reached the
 // server: an admission proves the limit is at least what the window (or
 // bucket) then held, counting only what was certainly in it; a refusal,

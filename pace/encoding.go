@@ -20,13 +20,19 @@ var ErrBadState = errors.New("pace: unreadable state")
 // stateFormat is the first byte of MarshalBinary's output: which layout
 // follows. It is not ASCII, nor a byte that can start a UTF-8 character,
 // so that an encoded state is never taken for text (JSON, say). Any change
-// to the layout below takes the next value (0xB2, ...); UnmarshalBinary
+// to the layout below takes the next value (0xB4, ...); UnmarshalBinary
 // answers a format it does not know with ErrBadState, and the stores then
 // start the key afresh.
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB2
+const stateFormat = 0xB3
+
+// stateFormatB2 is the format before the silent model's sliding counters:
+// one word of candidates, and no counters among the bounds. It is still
+// read, so that a key's state in a store outlives an upgrade; its counters
+// start refuted.
+const stateFormatB2 = 0xB2
 
 // maxStrings bounds the strings an encoding refers back to (see
 // encoder.str).
@@ -45,9 +51,9 @@ const maxStrings = 32
 // rate-limit headers (bucket and policy names, units), and pace's own
 // reasons for a pause.
 //
-// # Layout (format 0xB1)
+// # Layout (format 0xB3)
 //
-// One byte, 0xB1, then the fields of the state in the order of their
+// One byte, 0xB3, then the fields of the state in the order of their
 // declaration, nothing between them, nothing after them:
 //
 //   - unsigned integers as uvarints (encoding/binary), signed ones as
@@ -56,7 +62,9 @@ const maxStrings = 32
 //     within a list or a pair as the difference from the one before (a
 //     ledger's entries, a lease's expiry from its grant), which keeps them
 //     to a few bytes;
-//   - booleans as one byte, 0 or 1; small sets (uint8) as one byte;
+//   - booleans as one byte, 0 or 1; small sets (uint8) as one byte, and
+//     the silent model's set of candidates as its 64-bit words, each a
+//     uvarint;
 //   - float64s as the uvarint of math.Float64bits with its bytes reversed
 //     (as encoding/gob does), so that 0 and round numbers take a byte or
 //     two, and every bit, NaN's included, survives;
@@ -349,7 +357,9 @@ func (e *encoder) silent(a *silent) {
 	e.i(a.onAt)
 	e.ledger(&a.own)
 	e.ledger(&a.ref)
-	e.u(a.alive)
+	for _, w := range a.alive {
+		e.u(w)
+	}
 	c := a.silentCand
 	if c == nil {
 		c = &silentCand{} // the same bytes as before the first refusal
@@ -396,6 +406,7 @@ type decoder struct {
 	err  error
 	strs [maxStrings]string // the new strings read so far, the first ns
 	ns   int
+	b2   bool // the layout is stateFormatB2's
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -404,10 +415,10 @@ func decodeState(data []byte) (keyState, error) {
 	switch {
 	case len(data) == 0:
 		return k, fmt.Errorf("%w: empty", ErrBadState)
-	case data[0] != stateFormat:
+	case data[0] != stateFormat && data[0] != stateFormatB2:
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
-	d := decoder{b: data[1:]}
+	d := decoder{b: data[1:], b2: data[0] == stateFormatB2}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -751,16 +762,39 @@ func (d *decoder) quota(q *quotaState) {
 	q.filled = d.i()
 }
 
+// silentB2 reads the candidates of stateFormatB2, which had no sliding
+// counters: its buckets followed its fixed windows, in one word.
+func (d *decoder) silentB2(a *silent, c *silentCand) {
+	const before = 2 * len(silentWindows) // the old buckets' first index
+	old := d.u()
+	for i := range nSilent - nCounters {
+		j := i
+		if i >= before {
+			j = i + nCounters // past the counters
+		}
+		if old&(1<<i) != 0 {
+			a.alive[j/64] |= 1 << (j % 64)
+		}
+		c.lo[j], c.hi[j] = d.i(), d.i()
+	}
+}
+
 func (d *decoder) silent(a *silent) {
 	a.on = d.bool()
 	a.onAt = d.i()
 	d.ledger(&a.own)
 	d.ledger(&a.ref)
-	a.alive = d.u()
 	var c silentCand
-	for i := range c.lo {
-		c.lo[i] = d.i()
-		c.hi[i] = d.i()
+	if d.b2 {
+		d.silentB2(a, &c)
+	} else {
+		for i := range a.alive {
+			a.alive[i] = d.u()
+		}
+		for i := range c.lo {
+			c.lo[i] = d.i()
+			c.hi[i] = d.i()
+		}
 	}
 	for i := range c.tat {
 		c.tat[i] = d.i()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -481,4 +482,35 @@ func BenchmarkEncoding(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestDecodeFormatB2: a state of the format before the silent model had
+// sliding counters (testdata/silent-b2.state, written by the pace of 0f450e5
+// after 10 s against a silent token bucket, and the candidates it had
+// left, in silent-b2.alive) decodes with the same candidates, at the
+// same bounds, and no counter among them; encoded again, it is of the
+// current format.
+func TestDecodeFormatB2(t *testing.T) {
+	b, err := os.ReadFile("testdata/silent-b2.state")
+	require.NoError(t, err)
+	want, err := os.ReadFile("testdata/silent-b2.alive")
+	require.NoError(t, err)
+	require.Equal(t, byte(stateFormatB2), b[0])
+	var st State
+	require.NoError(t, st.UnmarshalBinary(b))
+	a := &st.k.silent
+	require.True(t, a.on)
+	var left []string
+	for i := range nSilent {
+		if a.alive.has(i) {
+			left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
+		}
+	}
+	require.Equal(t, strings.Split(strings.TrimSpace(string(want)), "\n"), left)
+	again, err := st.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, byte(stateFormat), again[0])
+	var st2 State
+	require.NoError(t, st2.UnmarshalBinary(again))
+	require.Equal(t, a.alive, st2.k.silent.alive)
 }

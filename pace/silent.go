@@ -14,14 +14,16 @@ import (
 //
 // Its candidates are server algorithms with one parameter from a fixed
 // set: a sliding log (which an anchored window also obeys) or a fixed
-// window on the server's clock, of a window from silentWindows; or a token
-// bucket (GCRA, leaky bucket) of a rate from silentRates. The other
-// parameter, the limit (a window's count, a bucket's capacity), is bounded
-// from both sides by the client's own ledger of arrivals, weighed in the
-// order they reached the server: an admission proves the limit is at least
-// what the window (or bucket) then held plus one, a refusal that it is at
-// most what it held (refused arrivals included, since some servers count
-// them). A candidate whose bounds cross is refuted.
+// window on the server's clock, of a window from silentWindows; a sliding
+// window counter on the server's clock, of one of those windows of a
+// second or more (silentcounter.go); or a token bucket (GCRA, leaky
+// bucket) of a rate from silentRates. The other parameter, the limit (a
+// window's count, a bucket's capacity), is bounded from both sides by the
+// client's own ledger of arrivals, weighed in the order they reached the
+// server: an admission proves the limit is at least what the window (or
+// bucket) then held plus one, a refusal that it is at most what it held
+// (refused arrivals included, since some servers count them). A candidate
+// whose bounds cross is refuted.
 //
 // Nothing is held back until the first refusal. Then a request goes when
 // every surviving candidate, at the limit it has proven, admits it. Where
@@ -33,8 +35,8 @@ import (
 //
 // When every candidate is refuted, the evidence is forgotten once and the
 // search starts again (slow-starting the requests in flight); the second
-// time (a sliding counter, another client's spending, a server none
-// describes), the envelope takes over: the windows' proven limits all hold
+// time (another client's spending, a server none describes), the envelope
+// takes over: the windows' proven limits all hold
 // together, each window once the ledger spans twice it, and a refusal
 // bounds the window nearest its limit; probes raise the limits one at a
 // time.
@@ -46,8 +48,8 @@ type silent struct {
 	// Own and Ref are the client's admitted and refused requests, at the
 	// instants the server is taken to have counted them.
 	own, ref ledger
-	// Alive has bit i set while candidate i survives.
-	alive uint64
+	// Alive holds the candidates that survive.
+	alive candSet
 	// The candidates' bounds and buckets (see silentCand): nil until the
 	// first refusal, so that a key that was never refused does not carry
 	// them (they are most of the model's size).
@@ -120,14 +122,58 @@ var silentRates = [...]float64{
 const (
 	kLog = iota
 	kFixed
+	kCounter
 	kBucket
 )
 
-// nSilent counts the candidates; they fit a uint64's bits.
-const nSilent = 2*len(silentWindows) + len(silentRates)
+// counterFrom is the index in silentWindows of the shortest window a
+// sliding counter candidate has: a second. Counters of shorter windows are
+// rare (a limiter that fine is a bucket), and the answers of round trips a
+// good part of such a window long prove little of them: a short one that
+// survives on that little holds requests back that no probe frees.
+const counterFrom = 7
 
-// allSilent has a bit for every candidate.
-const allSilent = 1<<nSilent - 1
+// nCounters counts the sliding counter candidates.
+const nCounters = len(silentWindows) - counterFrom
+
+// nWindowed counts the candidates with a window (the logs, the fixed
+// windows and the counters); the buckets follow them.
+const nWindowed = 2*len(silentWindows) + nCounters
+
+// nSilent counts the candidates.
+const nSilent = nWindowed + len(silentRates)
+
+// candSet is a set of candidates, a bit each.
+type candSet [(nSilent + 63) / 64]uint64
+
+// allCands returns the set of every candidate.
+func allCands() (c candSet) {
+	for i := range nSilent {
+		c[i/64] |= 1 << (i % 64)
+	}
+	return c
+}
+
+// has reports whether candidate i is in c.
+func (c *candSet) has(i int) bool { return c[i/64]&(1<<(i%64)) != 0 }
+
+// del takes candidate i out of c.
+func (c *candSet) del(i int) { c[i/64] &^= 1 << (i % 64) }
+
+// empty reports whether c holds no candidate (bits past the last, which
+// only a damaged encoding sets, are none).
+func (c *candSet) empty() bool {
+	all := allCands()
+	for i := range c {
+		if c[i]&all[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketOf returns the index in silentRates (and tat) of bucket candidate i.
+func bucketOf(i int) int { return i - nWindowed }
 
 // unknownHi is a limit's upper bound before a refusal bounds it.
 const unknownHi = math.MaxInt32
@@ -160,8 +206,10 @@ func kind(i int) (k int, p int64) {
 		return kLog, silentWindows[i]
 	case i < 2*n:
 		return kFixed, silentWindows[i-n]
+	case i < nWindowed:
+		return kCounter, silentWindows[i-2*n+counterFrom]
 	}
-	return kBucket, int64(1e9 / silentRates[i-2*n])
+	return kBucket, int64(1e9 / silentRates[bucketOf(i)])
 }
 
 // silentNames describes each candidate, for a wait's Detail.
@@ -172,8 +220,10 @@ var silentNames = func() (s [nSilent]string) {
 			s[i] = "sliding log of " + time.Duration(p).String()
 		case kFixed:
 			s[i] = "fixed window of " + time.Duration(p).String()
+		case kCounter:
+			s[i] = "sliding counter of " + time.Duration(p).String()
 		default:
-			s[i] = "bucket of " + strconv.FormatFloat(silentRates[i-2*len(silentWindows)], 'g', 4, 64) + "/s"
+			s[i] = "bucket of " + strconv.FormatFloat(silentRates[bucketOf(i)], 'g', 4, 64) + "/s"
 		}
 	}
 	return s
@@ -290,8 +340,10 @@ func (a *silent) replay(k *keyState) {
 				}
 				a.lo[i] = max(a.lo[i], in)
 			}
+		case kCounter:
+			a.lo[i] = counterProven(k, e, p, m)
 		default:
-			j := i - 2*len(silentWindows)
+			j := bucketOf(i)
 			tat := int64(0)
 			for x := range e {
 				for range e[x].n {
@@ -335,7 +387,10 @@ const silentProbeMax = 16
 func (a *silent) room(k *keyState, i int, arrive, inflight, limit int64) int64 {
 	switch kd, p := kind(i); kd {
 	case kBucket:
-		return limit - int64(math.Ceil(float64(max(a.tatAll[i-2*len(silentWindows)]-arrive, 0))/float64(p))) - inflight
+		return limit - int64(math.Ceil(float64(max(a.tatAll[bucketOf(i)]-arrive, 0))/float64(p))) - inflight
+	case kCounter:
+		cur, prev, weight := a.counterAt(k, arrive, p, 0, true)
+		return limit - int64(math.Ceil(float64(cur)+float64(prev)*weight)) - inflight
 	case kFixed:
 		s := k.fixedStart(arrive, p)
 		return limit - a.own.sum(s-1, never-1) - a.ref.sum(s-1, never-1) - inflight
@@ -349,7 +404,7 @@ func (a *silent) reset() {
 	if a.silentCand == nil {
 		a.silentCand = new(silentCand)
 	}
-	a.alive = allSilent
+	a.alive = allCands()
 	for i := range a.hi {
 		a.hi[i] = unknownHi
 	}
@@ -387,13 +442,18 @@ func (a *silent) counted(k *keyState, i int, at, m int64, refused bool) float64 
 	var from int64
 	switch kd {
 	case kBucket:
-		j := i - 2*len(silentWindows)
+		j := bucketOf(i)
 		if refused {
 			return float64(max(a.tatAll[j]-at+m, 0)) / float64(p)
 		}
 		return float64(max(a.tat[j]-at-m, 0)) / float64(p)
 	case kFixed:
 		from = k.fixedStart(at, p) - 1
+	case kCounter:
+		if refused {
+			return a.counterMost(k, at, p, m)
+		}
+		return counterLeast(k, a.own.sum, at, p, m)
 	default:
 		from = at - p
 	}
@@ -419,9 +479,8 @@ func (a *silent) counted(k *keyState, i int, at, m int64, refused bool) float64 
 func (a *silent) evidence(k *keyState, p pendingAnswer) {
 	at, m := p.at, k.margin()
 	culprit, slack, count := -1, int64(math.MaxInt64), int64(0)
-	nw := len(silentWindows)
 	for i := range nSilent {
-		if a.alive&(1<<i) == 0 {
+		if !a.alive.has(i) {
 			continue
 		}
 		kd, _ := kind(i)
@@ -448,7 +507,7 @@ func (a *silent) evidence(k *keyState, p pendingAnswer) {
 		a.hi[culprit] = min(a.hi[culprit], count)
 	}
 	for j := range a.tat {
-		_, iv := kind(2*nw + j)
+		_, iv := kind(nWindowed + j)
 		if !p.refused {
 			a.tat[j] = max(a.tat[j], at) + iv
 		}
@@ -469,7 +528,7 @@ func (a *silent) retryAfter(k *keyState, at, ra, m int64) {
 		gran = 1e6
 	}
 	for i := range nSilent {
-		if a.alive&(1<<i) != 0 && a.admitAt(k, i, at, 0, m, a.hi[i], false) > at+ra+gran+m {
+		if a.alive.has(i) && a.admitAt(k, i, at, 0, m, a.hi[i], false) > at+ra+gran+m {
 			// (Optimistically: a bucket's level without the refusals,
 			// which a server may not charge.)
 			a.lo[i] = max(a.lo[i], a.hi[i]+1)
@@ -486,11 +545,11 @@ func (a *silent) refute(k *keyState) {
 		kd, w := kind(i)
 		// (A limit below one is no limit: a refusal with nothing in
 		// the window refutes the candidate too.)
-		if kd == kFixed && w < 4*m || !a.envelope && (a.lo[i] > a.hi[i] || a.hi[i] < 1) {
-			a.alive &^= 1 << i
+		if (kd == kFixed || kd == kCounter) && w < 4*m || !a.envelope && (a.lo[i] > a.hi[i] || a.hi[i] < 1) {
+			a.alive.del(i)
 		}
 	}
-	if a.alive == 0 && !a.restarted {
+	if a.alive.empty() && !a.restarted {
 		// No one algorithm explains what the server said. The first
 		// time, the evidence is taken to have misled (the first burst's
 		// arrivals, estimated half way through round trips that include
@@ -502,7 +561,7 @@ func (a *silent) refute(k *keyState) {
 		*a = silent{restarted: true, slow: 1, tokens: a.tokens, earned: a.earned}
 		return
 	}
-	if a.alive == 0 {
+	if a.alive.empty() {
 		// Again: every window keeps the limit it proved, together (see
 		// the type).
 		a.envelope = true
@@ -519,8 +578,8 @@ func (a *silent) keep() int64 {
 		return 0
 	}
 	var longest int64
-	for i := range 2 * len(silentWindows) {
-		if a.alive&(1<<i) != 0 {
+	for i := range nWindowed {
+		if a.alive.has(i) {
 			_, w := kind(i)
 			longest = max(longest, w)
 		}
@@ -531,8 +590,8 @@ func (a *silent) keep() int64 {
 // prune forgets the arrivals no surviving candidate counts any more.
 func (a *silent) prune(now int64) {
 	var longest int64
-	for i := range 2 * len(silentWindows) {
-		if a.alive&(1<<i) != 0 {
+	for i := range nWindowed {
+		if a.alive.has(i) {
 			_, w := kind(i)
 			longest = max(longest, w)
 		}
@@ -564,9 +623,9 @@ func (a *silent) earn(now int64) {
 func (a *silent) admitAt(k *keyState, i int, arrive, inflight, m, limit int64, pending bool) int64 {
 	kd, p := kind(i)
 	if kd == kBucket {
-		tat := a.tat[i-2*len(silentWindows)]
+		tat := a.tat[bucketOf(i)]
 		if pending {
-			tat = a.tatAll[i-2*len(silentWindows)] // cautiously, as if refusals were charged
+			tat = a.tatAll[bucketOf(i)] // cautiously, as if refusals were charged
 			lead := k.lead()
 			q, l := a.pend, k.leases
 			for len(q) > 0 || len(l) > 0 {
@@ -592,6 +651,11 @@ func (a *silent) admitAt(k *keyState, i int, arrive, inflight, m, limit int64, p
 	}
 	if kd == kLog {
 		return afterBoth(&a.own, &a.ref, arrive, p+m, keep)
+	}
+	if kd == kCounter {
+		// Refused arrivals count as the pending view's buckets do: only
+		// cautiously (a Retry-After is weighed without them).
+		return a.counterAdmit(k, arrive, p, m, keep, pending)
 	}
 	s := k.fixedStart(arrive, p)
 	if arrive-s >= m && a.own.sum(s-m-1, never-1)+a.ref.sum(s-m-1, never-1) <= keep {
@@ -642,7 +706,7 @@ func (a *silent) hold(k *keyState, t int64) silentHold {
 		span = t - a.own.e[0].at
 	}
 	for i := range nSilent {
-		if a.alive&(1<<i) == 0 {
+		if !a.alive.has(i) {
 			continue
 		}
 		if a.lo[i] <= 0 {
@@ -729,7 +793,7 @@ func (a *silent) hold(k *keyState, t int64) silentHold {
 			// for fewer.
 			opt := 0
 			for i := range nSilent {
-				if a.alive&(1<<i) != 0 && a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)-lead == soonest {
+				if a.alive.has(i) && a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)-lead == soonest {
 					opt = i
 					break
 				}
@@ -744,7 +808,7 @@ func (a *silent) hold(k *keyState, t int64) silentHold {
 				// and no more are risked.
 				need := int64(1)
 				for i := range nSilent {
-					if a.alive&(1<<i) != 0 && a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)-lead > t {
+					if a.alive.has(i) && a.admitAt(k, i, arrive, inflight, m, a.limit(i), true)-lead > t {
 						need = max(need, a.room(k, i, arrive, inflight, a.hi[i])+1)
 					}
 				}

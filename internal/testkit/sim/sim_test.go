@@ -78,22 +78,15 @@ func TestTable(t *testing.T) {
 }
 
 // tableFailures are the rows of TestTable whose paced requests fail, at
-// most how many (of 300: the most in ten runs at GOMAXPROCS 1, 2 and 4 on
-// 22d7625, where fixed-window/shopify varied from 47 to 63), and why, as
-// the grid's known; a run may fail tolFailed more.
+// most how many (of 300), and why, as the grid's known; a run may fail
+// tolFailed more. None fails now: the Shopify rows (used/capacity, no
+// reset, no window), which failed 200 of 300 requests from 26ccd02 on,
+// fail none now, at 6.0-7.9x the ideal (0f450e5 and after; when that
+// changed was not traced).
 var tableFailures = map[string]struct {
 	failed int
 	why    string
-}{
-	"fixed-window/shopify":    {200, whyShopify},
-	"sliding-log/shopify":     {200, whyShopify},
-	"sliding-counter/shopify": {200, whyShopify},
-}
-
-// whyShopify: 63, 63 and 31 failed on 5be841c; 200 each since 26ccd02,
-// where the time-earned probes (trickle) go only where a candidate says
-// when to test, and none does here.
-const whyShopify = "Shopify's used/capacity says neither when the quota returns nor over what window: no candidate says when it returns, nothing tests it, and once the first 100 are spent the rest wait until a bound of 10 minutes, past their 1-minute timeout"
+}{}
 
 var trace = flag.String("sim.trace", "", "print every exchange of the scenario with this name")
 
