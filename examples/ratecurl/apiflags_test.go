@@ -26,11 +26,14 @@ import (
 // answers could show the tokens spent before the fourth left, which then
 // waited instead; with it, a late request could be taken for one that an
 // answer had already counted. Either made this test flaky: it failed in
-// CI once, and about 1 run in 20 with 8 copies running at once.
+// CI once, and about 1 run in 20 with 8 copies running at once. And the
+// server's minute starts with the test (windowStart): its windows are on
+// its clock's minutes, and a run that crossed one (a run takes about
+// 0.4 s, so about 1 in 150) found the quota whole again.
 func TestCostDeclaresTokens(t *testing.T) {
 	for _, declared := range []bool{true, false} {
 		srv := ratelimittest.NewServer(nil, ratelimittest.WithDialect(ratelimittest.OpenAI),
-			ratelimittest.WithLatency(100*time.Millisecond),
+			ratelimittest.WithLatency(100*time.Millisecond), ratelimittest.WithClock(windowStart(time.Minute)),
 			ratelimittest.WithQuota(ratelimittest.Quota{Limit: 100, Window: time.Minute}),
 			ratelimittest.WithQuota(ratelimittest.Quota{Limit: 3000, Window: time.Minute, Unit: ratelimittest.UnitTokens,
 				Cost: ratelimittest.CostFromHeader("X-Tokens", 0)}))
@@ -52,6 +55,20 @@ func TestCostDeclaresTokens(t *testing.T) {
 		}
 	}
 }
+
+// windowStart returns a clock that reads a whole multiple of w at the
+// moment it is made and runs on from there at the real clock's pace (its
+// Date headers are up to w behind the real ones), so that a server's
+// window of w begins with the test rather than at some point within it.
+func windowStart(w time.Duration) ratelimittest.Clock {
+	now := time.Now()
+	return shiftedClock(now.Truncate(w).Sub(now))
+}
+
+// shiftedClock is the real clock plus itself.
+type shiftedClock time.Duration
+
+func (c shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c)) }
 
 func TestHeaderFromEnvironment(t *testing.T) {
 	t.Setenv("RATECURL_TEST_TOKEN", "s3cr3t")
