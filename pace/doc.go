@@ -120,8 +120,8 @@
 // trips that may include setting up connections): it is forgotten, and
 // the search starts again from the next refusal, the requests in flight
 // capped meanwhile at one and one more per admission (TCP's slow start).
-// When it happens again (a sliding counter, another client's spending, a
-// server none describes), the envelope takes over: the sliding
+// When it happens again (another client's spending, a server none
+// describes), the envelope takes over: the sliding
 // logs' proven limits all hold together (as the envelope of a token
 // bucket's admissions does), each once the ledger spans twice its window;
 // a refusal bounds the window nearest its limit, and probes raise the

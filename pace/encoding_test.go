@@ -413,6 +413,9 @@ func FuzzUnmarshalBinary(f *testing.F) {
 	f.Add([]byte("garbage"))
 	f.Add([]byte(`{"Seq":1,"Leases":[]}`))
 	f.Add([]byte{stateFormat, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10})
+	if b2, err := os.ReadFile("testdata/silent-b2.state"); err == nil {
+		f.Add(b2) // the previous format, still read
+	}
 	exp := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := State{Version: 5, Expires: exp}

@@ -118,7 +118,7 @@ var silentRates = [...]float64{
 }
 
 // The candidates' kinds, by index: the sliding logs, the fixed windows,
-// then the buckets.
+// the sliding window counters, then the buckets.
 const (
 	kLog = iota
 	kFixed
@@ -572,30 +572,34 @@ func (a *silent) refute(k *keyState) {
 
 // keep returns until when what was learnt matters once the key is idle:
 // until the last admission leaves the longest window a surviving
-// candidate counts (0 before a refusal, or with nothing admitted).
+// candidate counts, a counter's next window included (0 before a
+// refusal, or with nothing admitted).
 func (a *silent) keep() int64 {
 	if !a.on || len(a.own.e) == 0 {
 		return 0
 	}
+	return a.own.e[len(a.own.e)-1].at + a.longest(true)
+}
+
+// longest returns the longest window of a surviving candidate; with
+// weighed, a counter's is two (the next window still weighs an arrival).
+func (a *silent) longest(weighed bool) int64 {
 	var longest int64
 	for i := range nWindowed {
 		if a.alive.has(i) {
-			_, w := kind(i)
+			kd, w := kind(i)
+			if weighed && kd == kCounter {
+				w *= 2
+			}
 			longest = max(longest, w)
 		}
 	}
-	return a.own.e[len(a.own.e)-1].at + longest
+	return longest
 }
 
 // prune forgets the arrivals no surviving candidate counts any more.
 func (a *silent) prune(now int64) {
-	var longest int64
-	for i := range nWindowed {
-		if a.alive.has(i) {
-			_, w := kind(i)
-			longest = max(longest, w)
-		}
-	}
+	longest := a.longest(false)
 	a.own.prune(now - 2*longest)
 	a.ref.prune(now - 2*longest)
 }
@@ -654,7 +658,12 @@ func (a *silent) admitAt(k *keyState, i int, arrive, inflight, m, limit int64, p
 	}
 	if kd == kCounter {
 		// Refused arrivals count as the pending view's buckets do: only
-		// cautiously (a Retry-After is weighed without them).
+		// cautiously. A Retry-After is weighed without them, and at the
+		// most the evidence allows: a counter may admit while its weighed
+		// count is below the limit, with less than one whole unit free.
+		if !pending {
+			keep++
+		}
 		return a.counterAdmit(k, arrive, p, m, keep, pending)
 	}
 	s := k.fixedStart(arrive, p)

@@ -116,3 +116,66 @@ func TestSilentNothingBeforeARefusal(t *testing.T) {
 	require.Empty(t, e.whys, "held back")
 	require.False(t, e.st.k.silent.on)
 }
+
+// TestSilentCounterRetryAfter: a counter that says only Retry-After (whole
+// seconds), one request at a time, a limit far below one a second. The
+// Retry-After is weighed at the most the evidence allows: the counter may
+// admit with less than a whole unit free. Weighed with a whole unit, it
+// refuted the true counter (17 refused, and a fixed window and a counter
+// of the wrong windows left), and at 10 a minute the envelope took over
+// (92 of 193 refused).
+func TestSilentCounterRetryAfter(t *testing.T) {
+	for _, tt := range []struct {
+		limit   int
+		window  time.Duration
+		span    time.Duration
+		refused int
+	}{
+		{5, 10 * time.Second, 2 * time.Minute, 6},
+		{10, time.Minute, 10 * time.Minute, 6},
+	} {
+		t.Run(fmt.Sprintf("%d per %v", tt.limit, tt.window), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingCounter, Limit: tt.limit, Window: tt.window}),
+					ratelimittest.WithDialect(ratelimittest.None),
+					ratelimittest.WithRetryAfter(ratelimittest.RetryAfterSeconds),
+				},
+				workers: 1, latency: 20 * time.Millisecond, span: tt.span, start: t0.Add(ms(370)),
+			})
+			a := &e.st.k.silent
+			var left []string
+			for i := range nSilent {
+				if a.alive.has(i) {
+					left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
+				}
+			}
+			t.Logf("%d sends, %d refused; envelope %v, left %v", len(e.sends), len(e.refused), a.envelope, left)
+			require.False(t, a.envelope, "no candidate explained the server")
+			require.Contains(t, fmt.Sprint(left), "sliding counter of "+tt.window.String())
+			require.LessOrEqual(t, len(e.refused), tt.refused, "refused")
+		})
+	}
+}
+
+// TestSilentCounterKept: a counter weighs an arrival through the window
+// after its own, so what was learnt is kept that long once the key is
+// idle (found in a review: it was kept one window).
+func TestSilentCounterKept(t *testing.T) {
+	var k keyState
+	a := &k.silent
+	a.reset()
+	a.alive = candSet{}
+	hour := -1
+	for i := range nSilent {
+		if kd, p := kind(i); kd == kCounter && p == int64(time.Hour) {
+			hour = i
+		}
+	}
+	require.GreaterOrEqual(t, hour, 0)
+	a.alive[hour/64] |= 1 << (hour % 64)
+	a.on = true
+	last := int64(3 * time.Hour)
+	a.own.add(last, 1, 1)
+	require.Equal(t, last+int64(2*time.Hour), a.keep(), "the next hour still weighs it")
+}

@@ -101,7 +101,8 @@ func (a *silent) counterAdmit(k *keyState, arrive, w, m, keep int64, charged boo
 		if float64(prev)*weight <= room {
 			return from
 		}
-		// prev * (1 - (t-m-s)/w) <= room, for t in s's window.
+		// prev * (1 - (t-m-s)/w) <= room, for t in s's window (prev > 0,
+		// since the count is more than room).
 		t := s + m + int64(math.Ceil(float64(w)*(1-room/float64(prev))))
 		if t < s+w {
 			return max(t, from)
