@@ -737,6 +737,17 @@ func (a *silent) hold(k *keyState, t int64) silentHold {
 			latest, why = s, i
 		}
 	}
+	if n == 0 && len(a.ref.e) > 0 {
+		// Refused, and no candidate has proved a limit to pace by (after
+		// a restart, say, before anything is admitted again): nothing
+		// says when the quota returns, and on a fast link a request a
+		// round trip would each be refused (36 in 4 ms against a spent
+		// bucket on loopback). One at most per silentSpread after the
+		// last refusal.
+		if next := a.ref.e[len(a.ref.e)-1].at + silentSpread - lead; next > t {
+			return silentHold{at: next}
+		}
+	}
 	if n == 0 || latest <= t {
 		return silentHold{ok: true}
 	}

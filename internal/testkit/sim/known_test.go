@@ -157,7 +157,7 @@ var known = map[string]knownCell{
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w1":                     {0.0033, 1.43, 0, whySilentFirst},
 	"sliding-log/none/50ps/rtt20±50%/w1":                                 {0.0033, 1.39, 0, whySilentFirst},
 	"sliding-counter/none+retry-after/50ps/rtt20±50%/w1":                 {0.0066, 1.44, 0, whySilentCounter},
-	"fixed-window/none+retry-after/50ps/rtt20±50%/w256":                  {0.0354, 1.23, 0, whySilentW256},
+	"fixed-window/none+retry-after/50ps/rtt20±50%/w256":                  {0.0415, 1.33, 0, whySilentW256},
 	"fixed-window/none/50ps/rtt20±50%/w256":                              {0.0446, 1.01, 0, whySilentW256},
 	"anchored-window/x-ratelimit/50ps/rtt20±50%/w256":                    {0.0033, 1.13, 0, whyAnchored},
 	"anchored-window/anthropic/50ps/rtt20±50%/w256":                      {0.0033, 1.13, 0, whyAnchored},
