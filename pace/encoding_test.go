@@ -503,12 +503,7 @@ func TestDecodeFormatB2(t *testing.T) {
 	require.NoError(t, st.UnmarshalBinary(b))
 	a := &st.k.silent
 	require.True(t, a.on)
-	var left []string
-	for i := range nSilent {
-		if a.alive.has(i) {
-			left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
-		}
-	}
+	left := survivors(a)
 	require.Equal(t, strings.Split(strings.TrimSpace(string(want)), "\n"), left)
 	again, err := st.MarshalBinary()
 	require.NoError(t, err)

@@ -20,6 +20,18 @@ func silentServer(p ratelimittest.Quota) []ratelimittest.Option {
 	}
 }
 
+// survivors names the silent model's surviving candidates, with the bounds
+// of their limits.
+func survivors(a *silent) []string {
+	var left []string
+	for i := range nSilent {
+		if a.alive.has(i) {
+			left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
+		}
+	}
+	return left
+}
+
 // TestSilentIdentifies runs 16 workers for 10 s against servers that say
 // nothing but admitted or refused, each of which one of the silent model's
 // candidates describes: the first burst costs what was in flight, the
@@ -44,12 +56,7 @@ func TestSilentIdentifies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := emulate(t, emu{opts: silentServer(tt.p), workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second, start: t0.Add(ms(370))})
 			a := &e.st.k.silent
-			var left []string
-			for i := range nSilent {
-				if a.alive.has(i) {
-					left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
-				}
-			}
+			left := survivors(a)
 			t.Logf("%d sends, %d refused (%d probes); per second %v; envelope %v, left %v", len(e.sends), len(e.refused), e.probes, perSecond(e, 10), a.envelope, left)
 			require.LessOrEqual(t, len(e.refused), tt.refused, "refused")
 			require.False(t, a.envelope, "no candidate explained the server")
@@ -85,12 +92,7 @@ func TestSilentCounter(t *testing.T) {
 				workers: 16, latency: 20 * time.Millisecond, span: tt.span, start: t0.Add(ms(370)),
 			})
 			a := &e.st.k.silent
-			var left []string
-			for i := range nSilent {
-				if a.alive.has(i) {
-					left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
-				}
-			}
+			left := survivors(a)
 			from := tt.span * 3 / 10
 			quota := float64(tt.limit) / tt.window.Seconds()
 			n := float64(e.sentIn(from, tt.span)) / (tt.span - from).Seconds()
@@ -144,12 +146,7 @@ func TestSilentCounterRetryAfter(t *testing.T) {
 				workers: 1, latency: 20 * time.Millisecond, span: tt.span, start: t0.Add(ms(370)),
 			})
 			a := &e.st.k.silent
-			var left []string
-			for i := range nSilent {
-				if a.alive.has(i) {
-					left = append(left, fmt.Sprintf("%s [%d, %d]", silentNames[i], a.lo[i], a.hi[i]))
-				}
-			}
+			left := survivors(a)
 			t.Logf("%d sends, %d refused; envelope %v, left %v", len(e.sends), len(e.refused), a.envelope, left)
 			require.False(t, a.envelope, "no candidate explained the server")
 			require.Contains(t, fmt.Sprint(left), "sliding counter of "+tt.window.String())
