@@ -68,6 +68,14 @@ func TestSilentIdentifies(t *testing.T) {
 	}
 }
 
+// counterCase is a sliding counter's limit and window, how long a test
+// runs against it, and how many refusals it may take.
+type counterCase struct {
+	limit        int
+	window, span time.Duration
+	refused      int
+}
+
 // TestSilentCounter runs 16 workers against sliding window counters that
 // say nothing but admitted or refused: the counter of the server's window
 // survives, and from about a third of the run on requests go at the
@@ -76,12 +84,7 @@ func TestSilentIdentifies(t *testing.T) {
 // them best: 100 a minute went at 10 a minute, for ever (8.7x the ideal in
 // the grid, and a request failed).
 func TestSilentCounter(t *testing.T) {
-	for _, tt := range []struct {
-		limit   int
-		window  time.Duration
-		span    time.Duration
-		refused int
-	}{
+	for _, tt := range []counterCase{
 		{50, time.Second, 10 * time.Second, 16 + 6},
 		{10, 10 * time.Second, 2 * time.Minute, 16 + 6},
 		{100, time.Minute, 6 * time.Minute, 16 + 12},
@@ -127,12 +130,7 @@ func TestSilentNothingBeforeARefusal(t *testing.T) {
 // of the wrong windows left), and at 10 a minute the envelope took over
 // (92 of 193 refused).
 func TestSilentCounterRetryAfter(t *testing.T) {
-	for _, tt := range []struct {
-		limit   int
-		window  time.Duration
-		span    time.Duration
-		refused int
-	}{
+	for _, tt := range []counterCase{
 		{5, 10 * time.Second, 2 * time.Minute, 6},
 		{10, time.Minute, 10 * time.Minute, 6},
 	} {
