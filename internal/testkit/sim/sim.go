@@ -189,7 +189,7 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.NextRTT != nil {
 		rtt = t.NextRTT()
 	}
-	if err := sleep(req.Context(), rtt/2); err != nil {
+	if err := (headway.SystemClock{}).Sleep(req.Context(), rtt/2); err != nil {
 		return nil, err
 	}
 	rec := httptest.NewRecorder()
@@ -199,26 +199,11 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp := rec.Result()
 	resp.Request = req
-	if err := sleep(req.Context(), rtt-rtt/2); err != nil {
+	if err := (headway.SystemClock{}).Sleep(req.Context(), rtt-rtt/2); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
 	return resp, nil
-}
-
-// sleep waits for d or until ctx is done, returning ctx.Err() then.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // jitter draws round trips uniformly from [rtt*(1-j), rtt*(1+j)] with rng.
@@ -304,7 +289,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func runForeign(ctx context.Context, f *foreignSchedule, start time.Time, h http.Handler, wg *sync.WaitGroup) {
 	for {
 		send, rtt := f.next()
-		if sleep(ctx, time.Until(start.Add(send))) != nil {
+		if (headway.SystemClock{}).Sleep(ctx, time.Until(start.Add(send))) != nil {
 			return
 		}
 		wg.Go(func() {

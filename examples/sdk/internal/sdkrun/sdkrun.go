@@ -11,7 +11,6 @@ package sdkrun
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/headway-go/headway"
 	"github.com/headway-go/headway/ratelimittest"
 )
 
@@ -47,7 +47,7 @@ func (m Memory) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		body = b
 	}
-	if err := sleep(req.Context(), m.RTT/2); err != nil {
+	if err := (headway.SystemClock{}).Sleep(req.Context(), m.RTT/2); err != nil {
 		return nil, err
 	}
 	in := req.Clone(req.Context())
@@ -61,7 +61,7 @@ func (m Memory) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp := rec.Result()
 	resp.Request = req
-	if err := sleep(req.Context(), m.RTT-m.RTT/2); err != nil {
+	if err := (headway.SystemClock{}).Sleep(req.Context(), m.RTT-m.RTT/2); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
@@ -82,20 +82,6 @@ func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (answered boo
 	}()
 	h.ServeHTTP(w, r)
 	return true
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Learning is how many refusals a run may spend, per policy the server
