@@ -522,10 +522,14 @@ func TestRetryAfterDateForms(t *testing.T) {
 }
 
 // TestVerbosePrintsWaits: -v says why the pacing layer holds a request back
-// (here: the key's first answer, then the server's pause).
+// (here: the key's first answer, then the server's pause). The first answer
+// takes 100 ms, as a remote server's would: on loopback under load the
+// second request's goroutine could start after it arrived, and there was no
+// first answer to wait for.
 func TestVerbosePrintsWaits(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, hit int) {
 		if hit == 1 {
+			time.Sleep(100 * time.Millisecond)
 			statusHandler(http.StatusTooManyRequests, "Retry-After-Ms", "40")(w, r, hit)
 			return
 		}
