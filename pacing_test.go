@@ -49,7 +49,13 @@ func TestPacingTargets(t *testing.T) {
 		{rlt.TokenBucket, rlt.OpenAI, 0.01, 1.05},
 		{rlt.GCRA, rlt.XRateLimit, 0.01, 1.05},
 		{rlt.LeakyBucket, rlt.Anthropic, 0.01, 1.05},
-		{rlt.TokenBucket, rlt.None, 0.12, 1.5}, // the first burst is refused beyond the limit (16 of ~330), the search for the server a few more
+		// The first burst is refused beyond the limit, the search for
+		// the server a few more: 2.9% and 1.02x in the median of 800
+		// runs (4.5% and 1.05x at worst). Before the silent model took
+		// the admitted answers of an instant before its refusals, the
+		// server's bucket was refuted in some orders: 5.4% and 1.09x in
+		// the median, up to 4.3x (8 of 400 runs beyond 1.5x).
+		{rlt.TokenBucket, rlt.None, 0.06, 1.2},
 	} {
 		t.Run(fmt.Sprintf("%s/%s", tc.alg, tc.dialect), func(t *testing.T) {
 			r := simRun(t, sim.Scenario{Policy: p(tc.alg), Dialect: tc.dialect, RTT: 20 * time.Millisecond})

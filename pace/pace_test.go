@@ -401,6 +401,10 @@ type emu struct {
 	// request that probes a policy (a 429 without rate-limit headers)
 	// without counting it.
 	refuseProbes bool
+	// reverse takes the answers that come back at one instant in the
+	// reverse of the order in which the server saw them (it is not
+	// bound to answer in that order): the last arrival's first.
+	reverse bool
 }
 
 // isProbe reports whether lease seq probes one of st's policies.
@@ -436,6 +440,7 @@ func emulate(t *testing.T, e emu) *emulation {
 		header http.Header
 		at     time.Time // the answer's arrival
 		date   time.Time
+		seen   int // the order in which the server saw it
 	}
 	type arrival struct {
 		w  int
@@ -451,7 +456,7 @@ func emulate(t *testing.T, e emu) *emulation {
 		ask[i] = start
 	}
 	end := start.Add(e.span)
-	n := 0
+	n, seen := 0, 0
 	for steps := 0; ; steps++ {
 		require.Less(t, steps, 5_000_000, "the emulation does not progress")
 		// The next event: the earliest arrival at the server, then the
@@ -463,7 +468,7 @@ func emulate(t *testing.T, e emu) *emulation {
 			}
 		}
 		for i := range e.workers {
-			if f := fly[i]; f != nil && (w < 0 || f.at.Before(at)) {
+			if f := fly[i]; f != nil && (w < 0 || f.at.Before(at) || e.reverse && kind == 2 && f.at.Equal(at) && f.seen > fly[w].seen) {
 				w, at, kind = i, f.at, 2
 			}
 		}
@@ -489,7 +494,8 @@ func emulate(t *testing.T, e emu) *emulation {
 			}
 			date, _ := ratelimit.ParseDate(rec.Header().Get("Date"))
 			back := p.at.Add(p.at.Sub(leases[w].At()))
-			fly[w] = &flight{lease: leases[w], status: rec.Code, header: rec.Header(), at: back, date: date}
+			seen++
+			fly[w] = &flight{lease: leases[w], status: rec.Code, header: rec.Header(), at: back, date: date, seen: seen}
 			continue
 		case 2: // the answer is back
 			f := fly[w]

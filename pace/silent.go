@@ -296,8 +296,14 @@ func (a *silent) answered(k *keyState, ans *answer) {
 		}
 		a.endProbe(k, ans.at)
 	}
+	// In the order they arrived; of arrivals estimated at one instant,
+	// the admitted ones first: the server's order among them is not
+	// known, and a limiter that refused one of them admitted no other
+	// after it (weighed the other way, a refusal bounds a bucket's
+	// capacity below what the admissions after it prove, and refutes
+	// the server's own bucket).
 	i := len(a.pend)
-	for i > 0 && a.pend[i-1].at > ans.at {
+	for i > 0 && (a.pend[i-1].at > ans.at || a.pend[i-1].at == ans.at && a.pend[i-1].refused && !ans.refused) {
 		i--
 	}
 	a.pend = slices.Insert(a.pend, i, pendingAnswer{at: ans.at, ra: ans.ra, refused: ans.refused})
@@ -541,6 +547,7 @@ func (a *silent) retryAfter(k *keyState, at, ra, m int64) {
 // left, the envelope takes over.
 func (a *silent) refute(k *keyState) {
 	m := k.margin()
+
 	for i := range nSilent {
 		kd, w := kind(i)
 		// (A limit below one is no limit: a refusal with nothing in
