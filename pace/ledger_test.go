@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,32 @@ func TestLedgerSqueeze(t *testing.T) {
 		require.LessOrEqual(t, l.sum(0, 1000*(i+1)/2), (i+1)/2, "no unit dated earlier than it was")
 	}
 	require.Equal(t, l.sum(1000*(10*most-most/4), 1000*10*most), int64(most/4), "the newest quarter is exact")
+}
+
+// TestLedgerSum: sum's binary search counts what a scan of every entry
+// counts, over ledgers built by adds out of order, merges and squeezes, and
+// ranges that start before, inside and after them.
+func TestLedgerSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		var l ledger
+		for range rng.IntN(300) {
+			l.addUpTo(rng.Int64N(10_000), 1+rng.Int64N(3), rng.Int64N(50), 1+rng.IntN(64))
+		}
+		for j := 1; j < len(l.e); j++ {
+			require.LessOrEqual(t, l.e[j-1].at, l.e[j].at, "in order")
+		}
+		for range 50 {
+			from, to := rng.Int64N(12_000)-1_000, rng.Int64N(12_000)-1_000
+			var want int64
+			for _, e := range l.e {
+				if e.at > from && e.at <= to {
+					want += e.n
+				}
+			}
+			require.Equal(t, want, l.sum(from, to), "(%d, %d] of %v", from, to, l.e)
+		}
+	}
 }
 
 // BenchmarkLedgerFull: adding to a full ledger costs O(1) amortized.
