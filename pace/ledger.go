@@ -1,6 +1,9 @@
 package pace
 
-import "slices"
+import (
+	"slices"
+	"sort"
+)
 
 // A ledger is a policy's record of units the server counted, and when: the
 // client's own admitted requests (at the instant the server is taken to
@@ -107,17 +110,8 @@ func (l *ledger) squeeze() {
 // window to reach (a quarter of a request's pacing cost, on a busy key).
 func (l *ledger) sum(from, to int64) int64 {
 	e := l.e
-	lo, hi := 0, len(e)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if e[m].at <= from {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
 	var n int64
-	for _, x := range e[lo:] {
+	for _, x := range e[sort.Search(len(e), func(i int) bool { return e[i].at > from }):] {
 		if x.at > to {
 			break
 		}

@@ -547,7 +547,6 @@ func (a *silent) retryAfter(k *keyState, at, ra, m int64) {
 // left, the envelope takes over.
 func (a *silent) refute(k *keyState) {
 	m := k.margin()
-
 	for i := range nSilent {
 		kd, w := kind(i)
 		// (A limit below one is no limit: a refusal with nothing in
