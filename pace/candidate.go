@@ -161,7 +161,22 @@ func (p *policy) windowEnd(c candidate, v view) int64 {
 	if c == cWindow && p.guess >= b.lo && p.guess <= b.hi {
 		return p.guess
 	}
+	if e := p.anchoredEnd(); c == cAnchored && e != 0 && e <= b.hi {
+		return max(e, b.lo)
+	}
 	return b.hi // nothing worth testing
+}
+
+// anchoredEnd is the soonest a window that starts at its first request
+// (cAnchored) may end: a period at its shortest after its first unit
+// arrived (anchorAt), and a margin for the request that tests it to land
+// after it; 0 when either is unknown. With resets in whole seconds rounded
+// up, the bounds alone put it a second or more later.
+func (p *policy) anchoredEnd() int64 {
+	if p.anchorAt == 0 || p.period.lo <= 0 {
+		return 0
+	}
+	return p.anchorAt + p.period.lo + alignMargin
 }
 
 // counterCounted is counted for the sliding window counter: of the window

@@ -26,7 +26,11 @@ var ErrBadState = errors.New("pace: unreadable state")
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB3
+const stateFormat = 0xB4
+
+// stateFormatB3 is the format before a policy kept when its newest window
+// opened (anchorAt). It is still read; that instant starts unknown.
+const stateFormatB3 = 0xB3
 
 // stateFormatB2 is the format before the silent model's sliding counters:
 // one word of candidates, and no counters among the bounds. It is still
@@ -51,9 +55,9 @@ const maxStrings = 32
 // rate-limit headers (bucket and policy names, units), and pace's own
 // reasons for a pause.
 //
-// # Layout (format 0xB3)
+// # Layout (format 0xB4)
 //
-// One byte, 0xB3, then the fields of the state in the order of their
+// One byte, 0xB4, then the fields of the state in the order of their
 // declaration, nothing between them, nothing after them:
 //
 //   - unsigned integers as uvarints (encoding/binary), signed ones as
@@ -284,6 +288,7 @@ func (e *encoder) policy(p *policy) {
 	}
 	e.bounds(p.ctr)
 	e.i(p.guess)
+	e.i(p.anchorAt)
 	e.f(p.bLevel)
 	e.i(p.bAt)
 	e.f(p.rLo)
@@ -407,6 +412,7 @@ type decoder struct {
 	strs [maxStrings]string // the new strings read so far, the first ns
 	ns   int
 	b2   bool // the layout is stateFormatB2's
+	b3   bool // the layout is stateFormatB3's or older: no policy.anchorAt
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -415,10 +421,10 @@ func decodeState(data []byte) (keyState, error) {
 	switch {
 	case len(data) == 0:
 		return k, fmt.Errorf("%w: empty", ErrBadState)
-	case data[0] != stateFormat && data[0] != stateFormatB2:
+	case data[0] != stateFormat && data[0] != stateFormatB3 && data[0] != stateFormatB2:
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
-	d := decoder{b: data[1:], b2: data[0] == stateFormatB2}
+	d := decoder{b: data[1:], b2: data[0] == stateFormatB2, b3: data[0] != stateFormat}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -706,6 +712,9 @@ func (d *decoder) policy(p *policy) {
 	}
 	p.ctr = d.bounds()
 	p.guess = d.i()
+	if !d.b3 {
+		p.anchorAt = d.i()
+	}
 	p.bLevel = d.f()
 	p.bAt = d.i()
 	p.rLo = d.f()

@@ -413,8 +413,10 @@ func FuzzUnmarshalBinary(f *testing.F) {
 	f.Add([]byte("garbage"))
 	f.Add([]byte(`{"Seq":1,"Leases":[]}`))
 	f.Add([]byte{stateFormat, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10})
-	if b2, err := os.ReadFile("testdata/silent-b2.state"); err == nil {
-		f.Add(b2) // the previous format, still read
+	for _, old := range []string{"testdata/silent-b2.state", "testdata/policy-b3.state"} {
+		if b, err := os.ReadFile(old); err == nil {
+			f.Add(b) // the previous formats, still read
+		}
 	}
 	exp := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -511,4 +513,29 @@ func TestDecodeFormatB2(t *testing.T) {
 	var st2 State
 	require.NoError(t, st2.UnmarshalBinary(again))
 	require.Equal(t, a.alive, st2.k.silent.alive)
+}
+
+// TestDecodeFormatB3: a state of the format before a policy kept when its
+// newest window opened (testdata/policy-b3.state, written by the pace of
+// 25961a8 after 3 s against a window from the first request, 50 a second,
+// X-RateLimit headers) decodes, with that instant unknown; encoded again,
+// it is of the current format and decodes to the same state.
+func TestDecodeFormatB3(t *testing.T) {
+	b, err := os.ReadFile("testdata/policy-b3.state")
+	require.NoError(t, err)
+	require.Equal(t, byte(stateFormatB3), b[0])
+	var st State
+	require.NoError(t, st.UnmarshalBinary(b))
+	require.Len(t, st.k.policies, 1)
+	p := &st.k.policies[0]
+	require.EqualValues(t, 50, p.limit)
+	require.True(t, p.win[cAnchored].known())
+	require.Zero(t, p.anchorAt)
+	again, err := st.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, byte(stateFormat), again[0])
+	require.Len(t, again, len(b)+1, "one more field, zero")
+	var st2 State
+	require.NoError(t, st2.UnmarshalBinary(again))
+	require.Equal(t, st.k, st2.k)
 }

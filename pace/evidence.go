@@ -671,12 +671,28 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 			}
 		}
 	}
+	p.anchoredStart(a, o)
 	if p.alignedUntil <= a.at {
 		p.aligned(a, o)
 	}
 	p.counterPhase(a, lo, hi)
 	if p.said == 0 && o.Reset > 0 {
 		p.learnPeriod(a, o, lo, hi)
+	}
+}
+
+// anchoredStart takes in an admission that was the first unit of its
+// window (what is left is the limit less its own cost): a window that
+// starts at its first request (cAnchored) started when it arrived, so that
+// it may end a period at its shortest later (anchoredEnd), which a probe
+// tests, where a reset in whole seconds (express-rate-limit's default
+// headers round it up) says up to a second or two later.
+func (p *policy) anchoredStart(a *answer, o *ratelimit.Policy) {
+	if a.refused || !o.HasRemaining || p.alive&(1<<cAnchored) == 0 {
+		return
+	}
+	if cost := a.cost(p); cost > 0 && o.Remaining == p.limit-cost {
+		p.anchorAt = a.at
 	}
 }
 

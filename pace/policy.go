@@ -66,6 +66,9 @@ type policy struct {
 	// guess is where the fixed window is guessed to end from the server's
 	// Date (see aligned), 0 when it is not.
 	guess int64
+	// anchorAt is when the first unit of the newest window the client saw
+	// open arrived (see anchoredStart), 0 when none.
+	anchorAt int64
 	// bLevel is the bucket's level at bAt, the last event it took in:
 	// the newest answer's remaining, less the client's units since.
 	bLevel float64

@@ -615,7 +615,7 @@ const probeTrickle = 8
 // measured (not a rate from its resets alone, which a window's reset gives
 // too).
 func (p *policy) paramProbe(c candidate) bool {
-	return c == cWindow && p.guess != 0 || c == cBucket && p.rLo > 0
+	return c == cWindow && p.guess != 0 || c == cAnchored && p.anchoredEnd() != 0 || c == cBucket && p.rLo > 0
 }
 
 // reserveProbe tells a bucket from the candidates that return nothing soon

@@ -13,7 +13,7 @@ const (
 	whySilentBucket    = "no headers, a bucket with a small burst: the first burst is refused beyond it, and its rate is found among the candidates' by probes"
 	whySilentForeign   = "no headers, and another client spends the quota unseen: its spending refutes the candidates that fit the client's own traffic, and what is left (or the envelope) paces"
 	whyFewCandidates   = "at 5/s the first answers fit a bucket, windows and logs alike: the probes that tell them apart are refused (2 in about 100 attempts), and waits fall on whole-second resets"
-	whyAnchored        = "windows from the first request: the clock-aligned window stays a candidate and is waited for, to its whole-second reset, and probes for the other are refused"
+	whyAnchored        = "windows from the first request, with whole-second resets: a probe tests the window's end a period after its first unit, but where that cannot tell soon (one worker, 100-300 ms round trips, a Date 3 s off, 5/s) the clock-aligned window stays a candidate and is waited for to its rounded reset"
 	whyLogRounded      = "a sliding log with whole-second resets is taken for a fixed window: each wait runs to the reset (the newest admission's expiry, rounded up), not to the oldest admission's"
 	whyLogIETF         = "with t= delays a sliding log is taken for a sliding counter as often as for a log: requests go before the unit they need has aged out and are refused, and each refusal's whole-second Retry-After pauses the key"
 	whyCounterSlow     = "a sliding counter, identified or taken for a window or a log: it waits for resets that count to its full restoration, up to two windows away, instead of the weighted estimate's return, or sends early and is refused; at 100 per minute some waits pass WithMaxWait (two minutes) and those requests fail"
@@ -67,8 +67,6 @@ var known = map[string]knownCell{
 	"gcra/none/5ps/rtt20±50%/w16":                                        {0.1071, 1.11, 0, whySilent5ps},
 	"fixed-window/none+retry-after/50ps/rtt20±50%/w16":                   {0.0385, 1.42, 0, whySilentFirst},
 	"fixed-window/none/50ps/rtt20±50%/w16":                               {0.0566, 1.20, 0, whySilentFirst},
-	"anchored-window/x-ratelimit/50ps/rtt20±50%/w16":                     {0.0033, 1.13, 0, whyAnchored},
-	"anchored-window/anthropic/50ps/rtt20±50%/w16":                       {0.0033, 1.12, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16":                {0.0536, 1.47, 0, whySilentFirst},
 	"anchored-window/none/50ps/rtt20±50%/w16":                            {0.0476, 1.18, 0, whySilentFirst},
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w16":                    {0.0625, 1.48, 0, whySilentFirst},
@@ -102,8 +100,6 @@ var known = map[string]knownCell{
 	"sliding-counter/anthropic/5000ph/rtt20±50%/w16":                     {0.0000, 1.33, 0, whyCounterSlow},
 	"fixed-window/none+retry-after/50ps/rtt1±50%/w16":                    {0.0385, 1.13, 0, whySilentFirst},
 	"fixed-window/none/50ps/rtt1±50%/w16":                                {0.0476, 1.00, 0, whySilentFirst},
-	"anchored-window/x-ratelimit/50ps/rtt1±50%/w16":                      {0.0033, 1.13, 0, whyAnchored},
-	"anchored-window/anthropic/50ps/rtt1±50%/w16":                        {0.0033, 1.13, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt1±50%/w16":                 {0.0415, 1.06, 0, whySilentFirst},
 	"anchored-window/none/50ps/rtt1±50%/w16":                             {0.0476, 1.13, 0, whySilentFirst},
 	"sliding-log/ietf/50ps/rtt1±50%/w16":                                 {0.0099, 1.16, 0, whyLogIETF},
@@ -123,7 +119,6 @@ var known = map[string]knownCell{
 	"fixed-window/none+retry-after/50ps/rtt200±50%/w16":                  {0.0196, 2.37, 0, whySilentRTT200},
 	"fixed-window/none/50ps/rtt200±50%/w16":                              {0.0506, 2.23, 0, whySilentRTT200},
 	"anchored-window/x-ratelimit/50ps/rtt200±50%/w16":                    {0.0066, 2.00, 0, whyAnchored},
-	"anchored-window/anthropic/50ps/rtt200±50%/w16":                      {0.0033, 1.19, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt200±50%/w16":               {0.0323, 5.07, 0, whySilentRTT200},
 	"anchored-window/none/50ps/rtt200±50%/w16":                           {0.0506, 2.96, 0, whySilentRTT200},
 	"sliding-log/ietf/50ps/rtt200±50%/w16":                               {0.0033, 1.16, 0, whyLogIETF},
@@ -159,8 +154,6 @@ var known = map[string]knownCell{
 	"sliding-counter/none+retry-after/50ps/rtt20±50%/w1":                 {0.0066, 1.44, 0, whySilentCounter},
 	"fixed-window/none+retry-after/50ps/rtt20±50%/w256":                  {0.0415, 1.33, 0, whySilentW256},
 	"fixed-window/none/50ps/rtt20±50%/w256":                              {0.0446, 1.01, 0, whySilentW256},
-	"anchored-window/x-ratelimit/50ps/rtt20±50%/w256":                    {0.0033, 1.13, 0, whyAnchored},
-	"anchored-window/anthropic/50ps/rtt20±50%/w256":                      {0.0033, 1.13, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w256":               {0.0415, 1.35, 0, whySilentW256},
 	"anchored-window/none/50ps/rtt20±50%/w256":                           {0.0536, 1.18, 0, whySilentW256},
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w256":                   {0.0415, 1.52, 0, whySilentW256},
@@ -222,8 +215,6 @@ var known = map[string]knownCell{
 	"gcra/none/50ps/rtt20±50%/w16/skew-3s":                               {0.0476, 1.02, 0, whySilentFirst},
 	"fixed-window/none+retry-after/50ps/rtt20±50%/w16/charge-refused":    {0.0415, 1.22, 0, whySilentFirst},
 	"fixed-window/none/50ps/rtt20±50%/w16/charge-refused":                {0.0506, 1.00, 0, whySilentFirst},
-	"anchored-window/x-ratelimit/50ps/rtt20±50%/w16/charge-refused":      {0.0033, 1.12, 0, whyAnchored},
-	"anchored-window/anthropic/50ps/rtt20±50%/w16/charge-refused":        {0.0033, 1.13, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/charge-refused": {0.0506, 1.50, 0, whySilentFirst},
 	"anchored-window/none/50ps/rtt20±50%/w16/charge-refused":             {0.0476, 1.17, 0, whySilentFirst},
 	"sliding-log/ietf/50ps/rtt20±50%/w16/charge-refused":                 {0.0099, 1.22, 0, whyLogIETF},
