@@ -65,9 +65,13 @@
 //     more than a refusal would (a few round trips, 100 ms at least), or
 //     its small delays have added up to that much since the last probe,
 //     one request goes at the instant the optimistic one allows: a probe.
-//     A refusal refutes that candidate, or bounds the parameter it tested
-//     (one 429); an admission leaves the evidence to refute those that said
-//     no. One probe is in flight per policy at most, and probes are
+//     (A window's optimistic end is the second the server's Date says it
+//     ends at, or, for a window anchored at its first request, a period at
+//     its shortest after the answer that found the whole quota less one
+//     left: resets in whole seconds, rounded up, say a second or two
+//     later.) A refusal refutes that candidate, or bounds the parameter it
+//     tested (one 429); an admission leaves the evidence to refute those
+//     that said no. One probe is in flight per policy at most, and probes are
 //     budgeted: a hundredth of one per admitted request, two to start
 //     with, and one per eight windows of a policy that admits nothing, so
 //     an unknown limit, or a small-burst bucket's true rate, is learnt with
