@@ -355,10 +355,8 @@ func floorDiv(a, b int64) int64 {
 // firstAfter returns the instant of the first entry counted at or after t,
 // or never.
 func (l *ledger) firstAfter(t int64) int64 {
-	for _, e := range l.e {
-		if e.at >= t {
-			return e.at
-		}
+	if i := indexAfter(l.e, t-1); i < len(l.e) {
+		return l.e[i].at
 	}
 	return never
 }

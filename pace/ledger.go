@@ -111,13 +111,19 @@ func (l *ledger) squeeze() {
 func (l *ledger) sum(from, to int64) int64 {
 	e := l.e
 	var n int64
-	for _, x := range e[sort.Search(len(e), func(i int) bool { return e[i].at > from }):] {
+	for _, x := range e[indexAfter(e, from):] {
 		if x.at > to {
 			break
 		}
 		n += x.n
 	}
 	return n
+}
+
+// indexAfter returns the index of the first of e's entries (in order of
+// time) counted after t, len(e) when none is.
+func indexAfter(e []entry, t int64) int {
+	return sort.Search(len(e), func(i int) bool { return e[i].at > t })
 }
 
 // total returns every unit the ledger holds.

@@ -1,9 +1,6 @@
 package pace
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // The silent model's sliding window counters (see silent): a server that
 // counts, for a request arriving at t, the arrivals of the window t falls
@@ -119,21 +116,11 @@ func counterProven(k *keyState, e []entry, w, m int64) int64 {
 	for i, x := range e {
 		pre[i+1] = pre[i] + x.n
 	}
-	// upto returns how many entries are at or before t.
-	upto := func(t int64) int {
-		i, _ := slices.BinarySearchFunc(e, t, func(x entry, t int64) int {
-			if x.at <= t {
-				return -1
-			}
-			return 1
-		})
-		return i
-	}
 	sum := func(from, to int64) int64 {
 		if to <= from {
 			return 0
 		}
-		return pre[upto(to)] - pre[upto(from)]
+		return pre[indexAfter(e, to)] - pre[indexAfter(e, from)]
 	}
 	var lo int64
 	for _, x := range e {
