@@ -595,6 +595,12 @@ func (p *policy) undescribed(a *answer) {
 func (p *policy) notEnded(a *answer) {
 	for c := cWindow; c <= cAnchored; c++ {
 		b := &p.win[c]
+		if !b.known() && a.ra > 0 {
+			// Nothing bounded the window's end yet: the server says
+			// it ends by its Retry-After.
+			*b = bounds{a.at, a.recv + a.ra}
+			continue
+		}
 		if !b.known() || b.lo > a.at {
 			continue
 		}

@@ -183,6 +183,38 @@ func TestAnchoredWindowRoundedResets(t *testing.T) {
 	}
 }
 
+// TestRetryAfterEndsUnboundedWindow: a fixed window of 50 a second whose
+// answers say what is used of the limit but not when it returns (Shopify's
+// header, "used/limit", written by a window): the 429 that ends its first
+// window says Retry-After: 1, and the window ends by then. Before, nothing
+// bounded a window that no reset placed, and the key waited for the probe
+// trickle (8 s) after the first refusal.
+func TestRetryAfterEndsUnboundedWindow(t *testing.T) {
+	q := ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 50, Window: time.Second}
+	e := emulate(t, emu{
+		opts:    []ratelimittest.Option{ratelimittest.WithQuota(q), ratelimittest.WithDialect(ratelimittest.Shopify)},
+		workers: 16, latency: 20 * time.Millisecond, span: 3 * time.Second,
+	})
+	require.NotEmpty(t, e.refused)
+	refused := map[time.Duration]bool{}
+	for _, r := range e.refused {
+		refused[r] = true
+	}
+	// The first admission after the first refusal: the second window's.
+	first, next := e.refused[0], time.Duration(-1)
+	for _, s := range e.sends {
+		if s > first && !refused[s] {
+			next = s
+			break
+		}
+	}
+	t.Logf("%d sends, %d refused (the first sent at %v); the second window's first request sent at %v", len(e.sends), len(e.refused), first, next)
+	require.Positive(t, next, "nothing was admitted after the first refusal")
+	// Sent at first, answered a round trip later, paused a second.
+	require.LessOrEqual(t, next, first+sec(1)+ms(100))
+	require.GreaterOrEqual(t, e.admitted(), 100, "the second window and the third are spent")
+}
+
 // ---------------------------------------------------------------------------
 // Sliding logs.
 
