@@ -189,20 +189,159 @@ func (p *policy) counterCounted(t int64, v view) float64 {
 	if w <= 0 || !p.ctr.known() {
 		return float64(p.own.total() + p.ctrF.total())
 	}
-	at := func(phase int64) float64 {
-		ws := phase + floorDiv(t-phase, w)*w
-		cur := p.own.sum(ws-1, t) + p.ctrF.sum(ws-1, t)
-		prev := p.own.sum(ws-w-1, ws-1) + p.ctrF.sum(ws-w-1, ws-1)
-		f := float64(t-ws) / float64(w)
-		return float64(cur) + float64(prev)*(1-f)
-	}
+	// The boundaries lie in [ctr.lo, ctr.hi]: the window that t falls
+	// in is s old, with s in [t - ctr.hi, t - ctr.lo] modulo w. Between
+	// the bounds' ends the count can be more (or less) than at either
+	// (a unit that crosses a boundary within them), so the extremes are
+	// taken over the whole span.
+	least, most := p.counterExtremes(t, w)
 	if v == optimistic {
 		// The least count the boundary's bounds allow: what a check
 		// must not find exceeded before it refutes the counter.
-		return min(at(p.ctr.lo), at(p.ctr.hi))
+		return least
 	}
-	return max(at(p.ctr.lo), at(p.ctr.hi))
+	return most
 }
+
+// counterExtremes returns the least and the most the counter can have
+// counted at t, windows w long, with their boundaries within p.ctr.
+func (p *policy) counterExtremes(t, w int64) (least, most float64) {
+	return p.counterRange(t, w, floorMod(t-p.ctr.hi, w), p.ctr.hi-p.ctr.lo)
+}
+
+// phaseOpen reports whether the counter's boundary bounds span half a
+// window or more: its phase is as good as unknown.
+func (p *policy) phaseOpen() bool {
+	w := p.period.hi
+	return w > 0 && p.ctr.known() && 2*(p.ctr.hi-p.ctr.lo) >= w
+}
+
+// counterRange returns the least and the most that the sliding window
+// counter can have counted at t, windows w long, whatever their phase: with
+// the window that t falls in s old, its count is cur + prev (1 - s/w). As s
+// grows from 0 to w, a unit counted within a window before t passes from
+// prev to cur (raising the count by s/w of it) and a unit counted a window
+// before that comes into prev (by 1 - s/w of it); in between, the count
+// falls. So the most is at s = 0 or just after such a crossing, the least
+// just before one or as s nears w: one pass over both ledgers' units of
+// the last two windows, in order of s.
+func (p *policy) counterRange(t, w, sLo, sLen int64) (least, most float64) {
+	// At s = 0 the window starts at t: cur holds what was counted at t,
+	// prev the window before it.
+	cur := float64(p.own.sum(t-1, t) + p.ctrF.sum(t-1, t))
+	prev := float64(p.own.sum(t-w-1, t-1) + p.ctrF.sum(t-w-1, t-1))
+	in := func(s int64) bool { return sLen >= w || floorMod(s-sLo, w) <= sLen }
+	most, least = math.Inf(-1), math.Inf(1)
+	if in(0) {
+		most, least = cur+prev, cur+prev
+	}
+	// The span's ends, where the count is taken as it is.
+	var ends [2]int64
+	nEnds := 0
+	if sLen < w {
+		ends[0], ends[1] = sLo, floorMod(sLo+sLen, w)
+		if ends[1] < ends[0] {
+			ends[0], ends[1] = ends[1], ends[0]
+		}
+		nEnds = 2
+	}
+	// Four streams of crossings, each in order of s when taken newest
+	// first: of each ledger, the units counted in (t-w, t), at s = t -
+	// at, and in (t-2w, t-w), at s = t - w - at.
+	type stream struct {
+		e     []entry
+		shift int64 // s = t - shift - at
+		moves bool  // from prev to cur, or else into prev
+	}
+	var streams [4]stream
+	for j, l := range [2]*ledger{&p.own, &p.ctrF} {
+		e := l.e
+		streams[2*j] = stream{e: e[indexAfter(e, t-w):indexAfter(e, t-1)], moves: true}
+		streams[2*j+1] = stream{e: e[indexAfter(e, t-2*w):indexAfter(e, t-w-1)], shift: w}
+	}
+	fw := float64(w)
+	e := 0 // the next of ends
+	for {
+		k, sk := -1, int64(0)
+		for j := range streams {
+			if en := streams[j].e; len(en) > 0 {
+				if s := t - streams[j].shift - en[len(en)-1].at; k < 0 || s < sk {
+					k, sk = j, s
+				}
+			}
+		}
+		for e < nEnds && (k < 0 || ends[e] < sk) {
+			v := cur + prev*(1-float64(ends[e])/fw)
+			least, most = min(least, v), max(most, v)
+			e++
+		}
+		if k < 0 {
+			break
+		}
+		st := &streams[k]
+		n := float64(st.e[len(st.e)-1].n)
+		st.e = st.e[:len(st.e)-1]
+		f := 1 - float64(sk)/fw
+		if in(sk) {
+			least = min(least, cur+prev*f)
+		}
+		if st.moves {
+			cur, prev = cur+n, prev-n
+		} else {
+			prev += n
+		}
+		if in(sk) {
+			most = max(most, cur+prev*f)
+		}
+	}
+	if in(w - 1) {
+		least = min(least, cur) // s nears w: prev weighs nothing
+	}
+	return least, most
+}
+
+// counterNarrow takes in an admission that found r left: of the phases the
+// counter's bounds allow (sampled), those whose count of the client's own
+// units alone, less tol, is more than the server counted are ruled out,
+// since others' spending only adds to it, and the bounds shrink to the
+// rest. It reports false when none is left: the bounds were not the
+// server's (windows not on its clock's seconds, say).
+func (p *policy) counterNarrow(t, counted, tol int64) bool {
+	w := p.period.hi
+	if w <= 0 || !p.ctr.known() || p.period.lo != w {
+		return true
+	}
+	lo, width := p.ctr.lo, min(p.ctr.hi-p.ctr.lo, w)
+	step := max(width/phaseSamples, 1)
+	own := func(phase int64) float64 {
+		ws := phase + floorDiv(t-phase, w)*w
+		cur, prev := p.own.sum(ws-1, t), p.own.sum(ws-w-1, ws-1)
+		return float64(cur) + float64(prev)*(1-float64(t-ws)/float64(w))
+	}
+	first, last := int64(-1), int64(-1)
+	for i := int64(0); i <= phaseSamples; i++ {
+		if own(lo+i*step) <= float64(counted+tol) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return false
+	}
+	if first == 0 && last == phaseSamples {
+		return true // nothing ruled out at the ends
+	}
+	// (Survivors in the middle only: the arc between them, a step wider
+	// each way for the phases between the samples.)
+	p.ctr = bounds{lo + max(first-1, 0)*step, lo + min(last+1, phaseSamples)*step}
+	return true
+}
+
+// phaseSamples is how many phases (plus one) counterNarrow tries across
+// the counter's bounds.
+const phaseSamples = 16
 
 // bucketLevel is the bucket's level at t at rate r (units per second): its
 // level at the last event (bLevel at bAt: an answer's remaining, or that
@@ -344,6 +483,8 @@ func (p *policy) counterWhen(from int64, room float64, v view) int64 {
 const landMargin = 2e6
 
 // floorDiv is a/b rounded towards minus infinity (b > 0).
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {

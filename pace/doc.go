@@ -29,7 +29,11 @@
 //     after the last window ended;
 //   - a sliding log: each unit returns one window after it was spent;
 //   - a sliding window counter: this window's count plus the last one's,
-//     weighted by how much of it the sliding window still covers;
+//     weighted by how much of it the sliding window still covers, its
+//     windows' phase only what the resets and the answers allow (not the
+//     server's seconds, which go-chi/httprate's do not start on), and its
+//     count, where the phase is uncertain, the most (or, to refute it, the
+//     least) any phase allowed gives;
 //   - a bucket (token bucket, leaky bucket, GCRA): the quota returns
 //     continuously at a rate, up to a burst.
 //

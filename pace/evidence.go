@@ -237,6 +237,12 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 				continue
 			}
 		}
+		if candidate(c) == cCounter && diff < 0 && p.period.hi > 0 && p.ctr.known() {
+			// Of the phases the bounds allow, the one that counts the
+			// most needs the least of others' spending.
+			_, most := p.counterExtremes(a.at, p.period.hi)
+			diff = min(float64(r)-(float64(p.limit)-most), 0)
+		}
 		if diff < 0 {
 			short[c] = -diff
 			minShort = min(minShort, -diff)
@@ -245,6 +251,17 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 		}
 	}
 	p.bucketRate(a, r)
+	if p.alive&(1<<cCounter) != 0 && !a.refused && !p.counterNarrow(a.at, p.limit-r, p.tolerance(cCounter, a, amb)) {
+		// No phase the bounds allow counts as little of the client's
+		// own as the server did: they were not its windows' (the
+		// resets did not point at boundaries), and any phase may be;
+		// or, when any phase might have been, it is no counter.
+		if p.phaseOpen() {
+			p.refute(1<<cCounter, a.at)
+		} else {
+			p.ctr = bounds{a.at - p.period.hi, a.at}
+		}
+	}
 	// What every candidate misses may be the client's own requests in
 	// flight, counted before their answers: book them so.
 	var mine int64
@@ -681,7 +698,7 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 	if p.alignedUntil <= a.at {
 		p.aligned(a, o)
 	}
-	p.counterPhase(a, lo, hi)
+	p.counterPhase(lo, hi)
 	if p.said == 0 && o.Reset > 0 {
 		p.learnPeriod(a, o, lo, hi)
 	}
@@ -788,22 +805,15 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 // window longer or more.
 const maxJumpOverDelay = 1.5
 
-// counterPhase takes in where the counter's windows start: on the
-// server's clock, as most counters' are (a window of whole seconds starts at
-// a multiple of it since the epoch), when the server's Date says where its
-// clock is; else at the instant a reset points at (lo, hi), within its
-// precision, whatever the reset counts to (the end of this window or the
-// next).
-func (p *policy) counterPhase(a *answer, lo, hi int64) {
-	w := p.period.hi
-	if w <= 0 {
-		return
-	}
-	if c := &a.k.clock; a.date != 0 && c.known && w%1e9 == 0 && p.period.lo == w {
-		// Instants 0 mod w in the server's time (shifted by a window,
-		// which is the same phase, so that the bounds are never the
-		// zero that means unknown).
-		p.ctr = bounds{c.lo + w, c.hi + w}
+// counterPhase takes in where the counter's windows start: at the instant
+// a reset points at (lo, hi), within its precision, whatever the reset
+// counts to (the end of this window or the next), when that is narrower
+// than what the answers narrowed them to (counterNarrow). It is not taken
+// from the server's Date: many counters' windows start on its clock's
+// seconds, but not all (go-chi/httprate's start when the limiter starts),
+// and a phase assumed wrong made the counter's own refusals refute it.
+func (p *policy) counterPhase(lo, hi int64) {
+	if p.period.hi <= 0 {
 		return
 	}
 	if !p.ctr.known() || p.ctr.hi-p.ctr.lo > hi-lo {

@@ -81,14 +81,27 @@ func TestAnchoredWindows(t *testing.T) {
 		clock.Advance(4 * time.Second)
 		require.Equal(t, `"a";r=3;t=6, "b";r=0;t=46`, call(h).Header.Get("RateLimit"))
 	})
-	t.Run("every algorithm but fixed-window refuses it", func(t *testing.T) {
+	t.Run("a sliding counter's windows follow on from the first request", func(t *testing.T) {
+		// go-chi/httprate's: they start when the limiter does, off the
+		// clock's seconds, and do not wait for a request after an idle
+		// spell, as an anchored fixed window's does.
+		h, clock := newHandler(t, rlt.WithQuota(rlt.Quota{Algorithm: rlt.SlidingCounter, Limit: 4, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
+		require.Equal(t, []int{200, 200, 200, 200, 429}, statuses(h, 5)) // 12:00:00.25: the window is [00.25, 01.25)
+		clock.Advance(900 * time.Millisecond)                              // 01.15: on the clock, a new window would weigh the first 0.85 and admit one
+		require.Equal(t, 429, call(h).StatusCode, "still the first window")
+		clock.Advance(350 * time.Millisecond) // 01.50: a quarter into the second window, the first weighs 3/4 of 4
+		require.Equal(t, []int{200, 429}, statuses(h, 2))
+		clock.Advance(3 * time.Second) // 04.50: idle; the windows went on, [04.25, 05.25) now, the one before empty
+		require.Equal(t, []int{200, 200, 200, 200, 429}, statuses(h, 5))
+	})
+	t.Run("every algorithm but fixed-window and sliding-counter refuses it", func(t *testing.T) {
 		for _, alg := range rlt.Algorithms() {
 			_, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 1, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
-			if alg == rlt.FixedWindow {
+			if alg == rlt.FixedWindow || alg == rlt.SlidingCounter {
 				require.NoError(t, err)
 				continue
 			}
-			require.EqualError(t, err, "ratelimittest: policy 1: anchor first-request: only fixed-window has windows to start at a key's first request, not "+string(alg))
+			require.EqualError(t, err, "ratelimittest: policy 1: anchor first-request: only fixed-window and sliding-counter have windows to start at a key's first request, not "+string(alg))
 		}
 		_, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second, Anchor: "midnight"}))
 		require.EqualError(t, err, `ratelimittest: policy 1: unknown anchor "midnight" (want one of clock, first-request)`)

@@ -86,8 +86,8 @@ type Anchor string
 // The anchors.
 const (
 	// AnchorClock aligns every key's windows to the clock: they start at
-	// multiples of Window since the Unix epoch (go-chi/httprate, most
-	// gateways). It is the default.
+	// multiples of Window since the Unix epoch (most gateways). It is the
+	// default.
 	AnchorClock Anchor = "clock"
 	// AnchorFirstRequest starts a key's window at its first request, and
 	// the next one at its first request after that window has ended, as a
@@ -100,6 +100,11 @@ const (
 	// of its own window, and while a window is open the reset counts to
 	// its end even if nothing has been charged to it yet: the window, not
 	// the count, is what a new request would find.
+	//
+	// A SlidingCounter's windows, anchored so, start at the key's first
+	// request and follow one another from there, busy or idle, off the
+	// clock's multiples of Window: go-chi/httprate (0.16 and later) starts
+	// its windows when the limiter starts.
 	AnchorFirstRequest Anchor = "first-request"
 )
 
@@ -155,8 +160,9 @@ type Quota struct {
 	// Unit is what the policy counts; it defaults to UnitRequests.
 	Unit Unit
 	// Anchor says when windows start: AnchorClock (the default, also
-	// meant by "") or AnchorFirstRequest. Only FixedWindow has windows to
-	// anchor; another algorithm with AnchorFirstRequest is an error.
+	// meant by "") or AnchorFirstRequest. Only FixedWindow and
+	// SlidingCounter have windows to anchor; another algorithm with
+	// AnchorFirstRequest is an error.
 	Anchor Anchor
 	// Cost says how many units a request uses. Nil charges 1. A negative
 	// cost is charged as 0.
@@ -226,8 +232,8 @@ func compile(p Quota) (*rule, error) {
 	switch p.Anchor {
 	case "", AnchorClock:
 	case AnchorFirstRequest:
-		if r.alg != FixedWindow {
-			return nil, fmt.Errorf("anchor %s: only %s has windows to start at a key's first request, not %s", p.Anchor, FixedWindow, r.alg)
+		if r.alg != FixedWindow && r.alg != SlidingCounter {
+			return nil, fmt.Errorf("anchor %s: only %s and %s have windows to start at a key's first request, not %s", p.Anchor, FixedWindow, SlidingCounter, r.alg)
 		}
 		r.anchored = true
 	default:
@@ -326,7 +332,11 @@ func (r *rule) newMeter(now int64) meter {
 	case SlidingLog:
 		m = &slidingLog{r: r}
 	case SlidingCounter:
-		m = &slidingCounter{r: r, start: floorDiv(now, r.window) * r.window}
+		var off int64 // the windows' phase: on the clock, or from now
+		if r.anchored {
+			off = now - floorDiv(now, r.window)*r.window
+		}
+		m = &slidingCounter{r: r, off: off, start: off + floorDiv(now-off, r.window)*r.window}
 	case TokenBucket:
 		m = &tokenBucket{r: r, level: r.fullScale, last: now}
 	case LeakyBucket:

@@ -10,13 +10,14 @@ package ratelimittest
 // integers: prev*(window-e) + (curr+c)*window < (limit+1)*window.
 type slidingCounter struct {
 	r          *rule
+	off        int64 // windows start at off modulo the window (AnchorFirstRequest)
 	now, start int64
 	prev, curr int64
 }
 
 func (m *slidingCounter) advance(now int64) {
 	m.now = now
-	ws := floorDiv(now, m.r.window) * m.r.window
+	ws := m.off + floorDiv(now-m.off, m.r.window)*m.r.window
 	if ws == m.start {
 		return
 	}
