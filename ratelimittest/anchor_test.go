@@ -87,7 +87,7 @@ func TestAnchoredWindows(t *testing.T) {
 		// spell, as an anchored fixed window's does.
 		h, clock := newHandler(t, rlt.WithQuota(rlt.Quota{Algorithm: rlt.SlidingCounter, Limit: 4, Window: time.Second, Anchor: rlt.AnchorFirstRequest}))
 		require.Equal(t, []int{200, 200, 200, 200, 429}, statuses(h, 5)) // 12:00:00.25: the window is [00.25, 01.25)
-		clock.Advance(900 * time.Millisecond)                              // 01.15: on the clock, a new window would weigh the first 0.85 and admit one
+		clock.Advance(900 * time.Millisecond)                            // 01.15: on the clock, a new window would weigh the first 0.85 and admit one
 		require.Equal(t, 429, call(h).StatusCode, "still the first window")
 		clock.Advance(350 * time.Millisecond) // 01.50: a quarter into the second window, the first weighs 3/4 of 4
 		require.Equal(t, []int{200, 429}, statuses(h, 2))
