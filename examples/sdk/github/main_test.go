@@ -62,7 +62,10 @@ func TestGoGithubAlone(t *testing.T) {
 // never hold the Users.Get calls back. 60 Users.Get and 12 Search.Users
 // from 8 goroutines, none refused but the pacing model's learning of each
 // resource (3 with pace at 5dc7455, and 1.15x the slower resource's
-// ideal; none and 1.00x before it).
+// ideal; none and 1.00x before it; 1.08x until the sliding counter's phase
+// stopped being taken from the Date, 1.20x since: with windows of a second,
+// whole-second resets leave the phase open, and a search quota of 2 cannot
+// rule the counter out before a probe does, so its most holds calls back).
 func TestResources(t *testing.T) {
 	const users, searches = 60, 12
 	synctest.Test(t, func(t *testing.T) {
@@ -80,7 +83,7 @@ func TestResources(t *testing.T) {
 		require.Equal(t, users+searches, res.Succeeded)
 		require.LessOrEqual(t, core, sdkrun.Learning, "core refused only while learning")
 		require.LessOrEqual(t, search, sdkrun.Learning, "search refused only while learning")
-		require.LessOrEqual(t, res.Slowdown(), 1.2)
+		require.LessOrEqual(t, res.Slowdown(), 1.25)
 	})
 }
 
