@@ -217,8 +217,9 @@ func (p *policy) phaseOpen() bool {
 }
 
 // counterRange returns the least and the most that the sliding window
-// counter can have counted at t, windows w long, whatever their phase: with
-// the window that t falls in s old, its count is cur + prev (1 - s/w). As s
+// counter can have counted at t, windows w long, for every phase that puts
+// the window t falls in s old with s in [sLo, sLo+sLen] modulo w (any s
+// when sLen >= w): its count is then cur + prev (1 - s/w). As s
 // grows from 0 to w, a unit counted within a window before t passes from
 // prev to cur (raising the count by s/w of it) and a unit counted a window
 // before that comes into prev (by 1 - s/w of it); in between, the count
@@ -300,12 +301,13 @@ func (p *policy) counterRange(t, w, sLo, sLen int64) (least, most float64) {
 	return least, most
 }
 
-// counterNarrow takes in an admission that found r left: of the phases the
-// counter's bounds allow (sampled), those whose count of the client's own
-// units alone, less tol, is more than the server counted are ruled out,
-// since others' spending only adds to it, and the bounds shrink to the
-// rest. It reports false when none is left: the bounds were not the
-// server's (windows not on its clock's seconds, say).
+// counterNarrow takes in an admission at t after which the server had
+// counted units: of the phases the counter's bounds allow (sampled), those
+// whose count of the client's own units alone, less tol, is more than that
+// are ruled out, since others' spending only adds to it, and the bounds
+// shrink to the rest. It reports false when none is left: the bounds were
+// not the server's (a reset that did not point at a boundary), or, when
+// they allowed any phase, the server is no counter.
 func (p *policy) counterNarrow(t, counted, tol int64) bool {
 	w := p.period.hi
 	if w <= 0 || !p.ctr.known() || p.period.lo != w {
@@ -482,9 +484,10 @@ func (p *policy) counterWhen(from int64, room float64, v view) int64 {
 // in milliseconds at best.
 const landMargin = 2e6
 
-// floorDiv is a/b rounded towards minus infinity (b > 0).
+// floorMod is a modulo b in [0, b) (b > 0).
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
 
+// floorDiv is a/b rounded towards minus infinity (b > 0).
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {
