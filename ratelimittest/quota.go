@@ -103,8 +103,9 @@ const (
 	//
 	// A SlidingCounter's windows, anchored so, start at the key's first
 	// request and follow one another from there, busy or idle, off the
-	// clock's multiples of Window: go-chi/httprate (0.16 and later) starts
-	// its windows when the limiter starts.
+	// clock's multiples of Window (a key swept while its quota is whole,
+	// among thousands, starts again at its next request): go-chi/httprate
+	// (0.16 and later) starts its windows when the limiter starts.
 	AnchorFirstRequest Anchor = "first-request"
 )
 
