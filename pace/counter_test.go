@@ -2,9 +2,14 @@ package pace
 
 import (
 	"math/rand/v2"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/headway-go/headway/ratelimit"
 )
 
 // TestCounterRange checks the counter's extremes over a span of phases
@@ -49,4 +54,34 @@ func TestCounterRange(t *testing.T) {
 		require.LessOrEqualf(t, lo, least+slack+1e-9, "case %d: the least %.3f not reached (%.3f)", i, least, lo)
 		require.GreaterOrEqualf(t, hi, most-slack-1e-9, "case %d: the most %.3f not reached (%.3f)", i, most, hi)
 	}
+}
+
+// TestResetInTheDatesSecond: go-chi/httprate's reset is the Unix second of
+// its window's end, truncated, and its windows start when the limiter
+// does, off the second: for part of each window the reset is the Date's own
+// second. A first burst whose answers all said so left the window's length
+// unknown, and the key waited for its probe trickle, 8 s (loopback: 18-27 s
+// for 300 requests at 50/s, in one run of ten at an unlucky phase). Such a
+// reset says the window ends within that second, as any other bounds it.
+func TestResetInTheDatesSecond(t *testing.T) {
+	var st State
+	cfg := &Config{}
+	now := t0.Add(ms(100)) // 12:00:00.100; the window ends at 00.700
+	for i := range 3 {
+		d := st.Reserve(now, Request{}, cfg)
+		require.True(t, d.OK)
+		h := http.Header{}
+		h.Set("Date", now.UTC().Format(http.TimeFormat))
+		h.Set("X-RateLimit-Limit", "50")
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(49-i))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(t0.Unix(), 10))
+		now = now.Add(ms(10))
+		date, ok := ratelimit.ParseDate(h.Get("Date"))
+		require.True(t, ok)
+		st.Complete(now, d.Lease, Answer{Obs: ratelimit.ParseHeaders(h, http.StatusOK, now), Date: date}, cfg)
+	}
+	require.Len(t, st.k.policies, 1)
+	p := st.k.policies[0]
+	require.True(t, p.period.known(), "the window's length is bounded")
+	require.Equal(t, int64(time.Second), p.period.hi, "a second at most, as whole-second resets say")
 }

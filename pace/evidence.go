@@ -699,7 +699,11 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 		p.aligned(a, o)
 	}
 	p.counterPhase(lo, hi)
-	if p.said == 0 && o.Reset > 0 {
+	if p.said == 0 && (o.Reset > 0 || o.ResetAbsolute && a.date != 0) {
+		// (An instant in the Date's own second too: go-chi/httprate's
+		// windows, off the second, end in it for part of each window,
+		// and a first burst that met only those answers left the window
+		// unknown, and the key to its probe trickle, 8 s.)
 		p.learnPeriod(a, o, lo, hi)
 	}
 }
