@@ -277,7 +277,6 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 			mine = 0
 		}
 	}
-	overtaken := max(a.k.sentJustBefore(p, a.sent)-mine, 0)
 	if f := short[cBucket] - float64(mine); f >= 1 && p.rReset > p.rLo {
 		// The bucket filled slower than its resets said: they meant
 		// something else.
@@ -292,15 +291,7 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 		if f < 1 {
 			continue
 		}
-		// The score is what the candidate needs of others' spending. The
-		// client's own requests sent just before this one and still in
-		// flight may have been counted before it (their answers were
-		// overtaken on the way back): what they can explain is not
-		// others'. (Without this, a burst's answers that came back out
-		// of order left a sliding counter, which explains them by its
-		// previous window, alone in the running: throttled's GCRA went at
-		// six requests a second, TestOvertakenAnswersAreNoOthersSpending.)
-		p.score[c] += max(f-float64(overtaken), 0)
+		p.score[c] += f
 		n := int64(f)
 		switch candidate(c) {
 		case cLog:
@@ -885,24 +876,3 @@ func (p *policy) aligned(a *answer, o *ratelimit.Policy) {
 // alignMargin is added to a window's end guessed from the server's Date, so
 // that the request that tests it lands after it.
 const alignMargin = 2e6
-
-// sentJustBefore returns the cost in p's unit of p's leases in flight sent
-// within orderSlack before sent: requests the server may have counted
-// before the one sent at sent, whose answers it overtook.
-func (k *keyState) sentJustBefore(p *policy, sent int64) int64 {
-	var n int64
-	if sent <= 0 {
-		return 0
-	}
-	from := sent - k.orderSlack()
-	for i := len(k.leases) - 1; i >= 0; i-- {
-		l := &k.leases[i]
-		if l.at < from-k.derived.skew {
-			break
-		}
-		if l.at >= from && l.at < sent && l.bucket == p.bucket {
-			n += costIn(l.cost, p.unit)
-		}
-	}
-	return n
-}

@@ -28,7 +28,6 @@ const (
 	whyProbes          = "a bucket of 100 per minute with absolute resets: probes refused at the start and about once a minute while its refill is measured (1.56-1.57/s of 1.67/s), 7-11 in 600 attempts"
 	whyRTT200Window    = "round trips of 100-300 ms on a fixed window with t= delays: the requests in flight when a window is spent are not held back, up to 16 reach it at once and are refused, and each Retry-After pauses the key"
 	whyCounterOpen     = "the sliding counter's phase is no longer taken from the server's Date (go-chi/httprate's windows are not on its seconds): until the answers narrow it, the counter explains a window's, a log's or a bucket's answers at some phase and stays a candidate, held to the most any phase allows, so the key waits for it longer, or a probe is refused to rule it out"
-	whyOvertaken       = "the answers of requests sent within the order slack of one another may overtake each other, so the client's own requests in flight explain a shortfall as well as another client's spending would: such answers rule out fewer candidates, and one is ruled out later, by a probe's refusal (at 1 ms round trips every request in flight is that close; the last request of a run may wait for that refusal's Retry-After)"
 	whyWindowAsLog     = "256 workers on a fixed window with whole-second resets: taken for a sliding log, requests wait for units to age out one by one instead of for the window's end, and probes are refused"
 )
 
@@ -108,7 +107,6 @@ var known = map[string]knownCell{
 	"anchored-window/none/50ps/rtt1±50%/w16":                             {0.0476, 1.13, 0, whySilentFirst},
 	"sliding-log/none+retry-after/50ps/rtt1±50%/w16":                     {0.0415, 1.06, 0, whySilentFirst},
 	"sliding-log/none/50ps/rtt1±50%/w16":                                 {0.0476, 1.13, 0, whySilentFirst},
-	"sliding-log/ietf/50ps/rtt1±50%/w16":                                 {0.0099, 1.13, 0, whyOvertaken},
 	"sliding-counter/ietf/50ps/rtt1±50%/w16":                             {0.0000, 1.08, 0, whyCounterSlow},
 	"sliding-counter/x-ratelimit/50ps/rtt1±50%/w16":                      {0.0033, 1.08, 0, whyCounterSlow},
 	"sliding-counter/anthropic/50ps/rtt1±50%/w16":                        {0.0033, 1.07, 0, whyCounterSlow},
@@ -125,7 +123,7 @@ var known = map[string]knownCell{
 	"anchored-window/none+retry-after/50ps/rtt200±50%/w16":               {0.0323, 5.07, 0, whySilentRTT200},
 	"anchored-window/none/50ps/rtt200±50%/w16":                           {0.0506, 2.96, 0, whySilentRTT200},
 	"sliding-log/ietf/50ps/rtt200±50%/w16":                               {0.0000, 1.18, 0, whyLogIETF},
-	"sliding-log/x-ratelimit/50ps/rtt200±50%/w16":                        {0.0066, 1.46, 0, whyRTT200},
+	"sliding-log/x-ratelimit/50ps/rtt200±50%/w16":                        {0.0066, 1.48, 0, whyRTT200},
 	"sliding-log/anthropic/50ps/rtt200±50%/w16":                          {0.0033, 1.14, 0, whyRTT200},
 	"sliding-log/none+retry-after/50ps/rtt200±50%/w16":                   {0.0132, 2.70, 0, whySilentRTT200},
 	"sliding-log/none/50ps/rtt200±50%/w16":                               {0.0196, 3.03, 0, whySilentRTT200},
@@ -218,8 +216,8 @@ var known = map[string]knownCell{
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/charge-refused": {0.0506, 1.50, 0, whySilentFirst},
 	"anchored-window/none/50ps/rtt20±50%/w16/charge-refused":             {0.0476, 1.17, 0, whySilentFirst},
 	"sliding-log/ietf/50ps/rtt20±50%/w16/charge-refused":                 {0.0132, 1.22, 0, whyLogIETF},
-	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/charge-refused":          {0.0066, 1.83, 0, whyCharge},
-	"sliding-log/anthropic/50ps/rtt20±50%/w16/charge-refused":            {0.0099, 1.87, 0, whyCharge},
+	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/charge-refused":          {0.0066, 2.22, 0, whyCharge},
+	"sliding-log/anthropic/50ps/rtt20±50%/w16/charge-refused":            {0.0066, 2.22, 0, whyCharge},
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w16/charge-refused":     {0.0476, 1.53, 0, whySilentFirst},
 	"sliding-log/none/50ps/rtt20±50%/w16/charge-refused":                 {0.0506, 1.15, 0, whySilentFirst},
 	"sliding-counter/x-ratelimit/50ps/rtt20±50%/w16/charge-refused":      {0.0033, 1.08, 0, whyCharge},
@@ -299,8 +297,8 @@ var known = map[string]knownCell{
 	"fixed-window/anthropic/50ps/rtt20±50%/w16/foreign30%":               {0.0741, 1.34, 0, whyForeign},
 	"fixed-window/none+retry-after/50ps/rtt20±50%/w16/foreign30%":        {0.0798, 1.56, 0, whySilentForeign},
 	"fixed-window/none/50ps/rtt20±50%/w16/foreign30%":                    {0.1045, 2.27, 0, whySilentForeign},
-	"anchored-window/ietf/50ps/rtt20±50%/w16/foreign30%":                 {0.0291, 1.18, 0, whyForeign},
-	"sliding-log/anthropic/50ps/rtt20±50%/w16/foreign30%":                {0.0625, 1.58, 0, whyOvertaken},
+	"anchored-window/ietf/50ps/rtt20±50%/w16/foreign30%":                 {0.0228, 1.07, 0, whyForeign},
+	"anchored-window/anthropic/50ps/rtt20±50%/w16/foreign30%":            {0.0228, 1.09, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/foreign30%":     {0.0415, 1.51, 0, whySilentForeign},
 	"anchored-window/none/50ps/rtt20±50%/w16/foreign30%":                 {0.1018, 1.83, 0, whySilentForeign},
 	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":              {0.0654, 1.42, 0, whyForeign},
@@ -320,7 +318,7 @@ var known = map[string]knownCell{
 	"sliding-counter/none/50ps/rtt20±50%/w1":                             {0.0066, 1.17, 0, whySilentCounter},
 	"sliding-log/anthropic/5ps/rtt20±50%/w16":                            {0.0196, 1.01, 0, whyCounterOpen},
 	"sliding-log/x-ratelimit/5ps/rtt20±50%/w16":                          {0.0196, 1.01, 0, whyCounterOpen},
-	"anchored-window/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":          {0.0291, 1.09, 0, whyCounterOpen},
+	"anchored-window/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":          {0.0228, 1.09, 0, whyCounterOpen},
 	"fixed-window/ietf/50ps/rtt20±50%/w16/foreign30%":                    {0.0354, 1.35, 0, whyCounterOpen},
 	"sliding-log/ietf/50ps/rtt20±50%/w1":                                 {0.0033, 1.20, 0, whyCounterOpen},
 	"anchored-window/anthropic/50ps/rtt200±50%/w16":                      {0.0066, 1.33, 0, whyCounterOpen},
