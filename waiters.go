@@ -55,6 +55,7 @@ type waitLine struct {
 	swept   time.Time     // when the line was last checked against pace
 	// sweptDefinite says that check projected from a definite wait.
 	sweptDefinite bool
+	sweptAt       time.Time // the start that check projected from
 	// pool holds leases reserved ahead for the requests in the line
 	// (shared.go).
 	pool []pooled
@@ -353,15 +354,21 @@ func (kw *keyWaiters) project(q string, d pace.Decision, now time.Time) {
 	defer kw.mu.Unlock()
 	wl := kw.lineOf(q)
 	// Check the line again when the quota's pace changed, when a window
-	// has passed, and when a definite wait first sharpens the projection.
+	// has passed, when a definite wait first sharpens the projection, and
+	// when a definite wait puts the start half a window or more later
+	// than the last check took it (a probe refused, say: the key waits
+	// for a window's end it hoped was sooner). Not on every later start:
+	// a paced key's starts move on with each request, and a check reads
+	// the whole line.
 	check := p.Limit != wl.pace.Limit || p.Window != wl.pace.Window ||
-		now.Sub(wl.swept) >= p.Window || d.Definite && !wl.sweptDefinite
+		now.Sub(wl.swept) >= p.Window || d.Definite && !wl.sweptDefinite ||
+		d.Definite && at.Sub(wl.sweptAt) >= p.Window/2
 	wl.pace, wl.paceAt = p, at
 	wl.paceWhy = pace.Decision{Why: d.Why, Detail: d.Detail}
 	if wl.n == 0 || p.Limit <= 0 || !check {
 		return
 	}
-	wl.swept, wl.sweptDefinite = now, d.Definite
+	wl.swept, wl.sweptDefinite, wl.sweptAt = now, d.Definite, at
 
 	// A request with a lease reserved ahead for it in the pool goes at its
 	// turn, whatever the pace: the first of each route, as many as the
