@@ -131,10 +131,16 @@ func (p *policy) windowCounted(c candidate, t int64, v view) int64 {
 			if first == never || first > t {
 				return 0 // not opened yet: a request now opens it
 			}
-			if per <= 0 || t < p.own.firstAfter(end)+per {
+			// The window opened by the first unit after the latest end,
+			// or, when none came since, by first.
+			open := p.own.firstAfter(end)
+			if per <= 0 || open == never || t < open+per {
+				if v == cautious && per > 0 {
+					first = max(first, t-per+1) // see below
+				}
 				return p.own.sum(first-1, t)
 			}
-			from = p.own.firstAfter(end) + per
+			from = open + per
 			end = from
 		}
 	}
@@ -145,6 +151,16 @@ func (p *policy) windowCounted(c candidate, t int64, v view) int64 {
 		if v == cautious && p.period.lo > 0 {
 			from = b.lo + k*p.period.lo
 		}
+	}
+	if v == cautious && per > 0 {
+		// Whatever the boundary, the newest one by t came less than a
+		// window before t (a window that opens at a first unit as well:
+		// one that opened earlier has ended): where the bounds are wide,
+		// what counts is at most the last window's units, as a sliding
+		// log's. (Counting from the bounds' start alone took a burst
+		// sent within them, at whatever boundary, as counted in the
+		// window after the latest end: it returned a window late.)
+		from = max(from, t-per+1)
 	}
 	return p.own.sum(from-1, t)
 }
@@ -414,6 +430,15 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 			}
 			if per <= 0 {
 				return never
+			}
+			if v == cautious {
+				// Before the next end, the units leave the last window's
+				// count one by one (see windowCounted).
+				var none ledger
+				t := afterBoth(&p.own, &none, max(from, end), per, p.limit-inflight-need)
+				if t = max(t, end, from); t < end+per && p.avail(c, t, inflight, v) >= room {
+					return t
+				}
 			}
 			end += per
 			if end < from {

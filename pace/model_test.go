@@ -537,3 +537,34 @@ func TestIdleSpellIsNoWindow(t *testing.T) {
 	// two exactly.
 	require.Equal(t, int64(1e9), p.period.lo, y.describe(t0.Add(at)))
 }
+
+// TestWideBoundsGiveABurstBackAWindowAfterIt: a window whose end the
+// answers bound only loosely (to [0, 900 ms] here, as resets in whole
+// seconds leave it when the key is idle between its bursts) and the whole
+// quota spent in a burst within those bounds, at 100 ms (another candidate
+// allowed it). Whatever the boundary, the window the burst was counted in
+// has ended a window after it: the cautious view gives the quota back at
+// 1.1 s (and a landing margin). It gave it back at 1.9 s, the bounds'
+// latest end and a window, as if the burst were counted in the window after
+// that end: on loopback, go-limiter's windows (from its first request,
+// resets as dates truncated to the second) went every 2 s, not every
+// second. The same holds of a window that opens at its first request.
+func TestWideBoundsGiveABurstBackAWindowAfterIt(t *testing.T) {
+	base := t0.UnixNano()
+	for _, c := range []candidate{cWindow, cAnchored} {
+		t.Run(c.String(), func(t *testing.T) {
+			var p policy
+			p.limit, p.limitSaid, p.seen = 50, true, true
+			p.period = bounds{1e9, 1e9}
+			p.win[c] = bounds{base, base + 900e6}
+			burst := base + 100e6
+			p.own.add(burst, 50, p.quantum())
+			p.obsAt = burst
+			from := burst + 1e6
+			require.Equal(t, float64(50), p.counted(c, from, cautious), "spent")
+			at := p.when(c, from, 1, 0, cautious)
+			require.Equal(t, time.Duration(burst+1e9+landMargin-base), time.Duration(at-base))
+			require.Equal(t, float64(50), p.counted(c, at-landMargin-1, cautious), "a window after the burst, not before")
+		})
+	}
+}

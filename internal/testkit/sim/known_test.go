@@ -40,7 +40,11 @@ const (
 // agreed on every figure. 256 of 539 cells meet their target since the
 // counter's phase is no longer taken from the Date (261 before), which
 // listed 14 cells more, with whyCounterOpen, let 9 go and updated 60 to
-// the worst of three runs at GOMAXPROCS 1, 2 and 4 (which agreed). The reasons of the
+// the worst of three runs at GOMAXPROCS 1, 2 and 4 (which agreed); since a
+// window's cautious count holds only its last window's units (a burst sent
+// within wide bounds on the window's end came back a window late), four
+// cells with misleading headers moved within their reason's range (three
+// runs, which agreed). The reasons of the
 // former come from the traces of 5be841c where a cell was listed then; a
 // cell listed since carries the reason of its kind (its variation,
 // operating point, header family or algorithm). TestGrid fails when a cell does worse than listed here
@@ -276,7 +280,7 @@ var known = map[string]knownCell{
 	"gcra/none/50ps/rtt20±50%/w16/burst6":                                {0.0228, 1.02, 0, whySilentBucket},
 	"fixed-window/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":       {0.0104, 1.01, 0, whyMisleading},
 	"sliding-log/ietf/50ps+600pm/rtt20±50%/w16/misleading":               {0.0132, 1.01, 0, whyMisleading},
-	"sliding-log/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":        {0.0110, 1.48, 0, whyMisleading},
+	"sliding-log/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":        {0.0191, 1.48, 0, whyMisleading},
 	"sliding-log/anthropic/50ps+600pm/rtt20±50%/w16/misleading":          {0.0110, 1.22, 0, whyMisleading},
 	"token-bucket/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":       {0.0132, 1.01, 0, whyMisleading},
 	"token-bucket/anthropic/50ps+600pm/rtt20±50%/w16/misleading":         {0.0115, 1.01, 0, whyMisleading},
@@ -286,10 +290,10 @@ var known = map[string]knownCell{
 	"fixed-window/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":       {0.0276, 1.02, 0, whyMisleading},
 	"sliding-log/ietf/10ps+100p10s/rtt20±50%/w16/misleading":             {0.0338, 1.70, 0, whyMisleading},
 	"sliding-log/x-ratelimit/10ps+100p10s/rtt20±50%/w16/misleading":      {0.0323, 1.39, 0, whyMisleading},
-	"sliding-log/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":        {0.0369, 1.55, 0, whyMisleading},
-	"token-bucket/ietf/10ps+100p10s/rtt20±50%/w16/misleading":            {0.0291, 1.16, 0, whyMisleading},
+	"sliding-log/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":        {0.0369, 1.54, 0, whyMisleading},
+	"token-bucket/ietf/10ps+100p10s/rtt20±50%/w16/misleading":            {0.0307, 1.17, 0, whyMisleading},
 	"token-bucket/x-ratelimit/10ps+100p10s/rtt20±50%/w16/misleading":     {0.0260, 1.12, 0, whyMisleading},
-	"token-bucket/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":       {0.0307, 1.17, 0, whyMisleading},
+	"token-bucket/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":       {0.0291, 1.16, 0, whyMisleading},
 	"gcra/ietf/10ps+100p10s/rtt20±50%/w16/misleading":                    {0.0307, 1.17, 0, whyMisleading},
 	"gcra/x-ratelimit/10ps+100p10s/rtt20±50%/w16/misleading":             {0.0260, 1.15, 0, whyMisleading},
 	"gcra/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":               {0.0291, 1.16, 0, whyMisleading},
