@@ -2,6 +2,7 @@ package pace
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/headway-go/headway/ratelimit"
 )
@@ -56,6 +57,12 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		}
 		p.first(a, o, r, cost)
 		return
+	}
+	// Refused where the one candidate left said there was room, when it
+	// already needs twice the others' spending any candidate is let to:
+	// what refuted the others may have misled (see reconsider).
+	if a.refused && !a.probe && r == 0 && p.alive&(p.alive-1) == 0 && p.score[bits.TrailingZeros8(p.alive)] >= 2*p.scoreSlack() {
+		p.reconsider()
 	}
 	surplus := r - p.obsRem
 	var older bool

@@ -193,6 +193,22 @@ func (p *policy) refute(cs uint8, now int64) {
 	p.alive &^= cs
 }
 
+// reconsider considers every refuted candidate again at once: the one left
+// in the running was refused where it said there was room (no probe), so the
+// evidence that refuted the others may have misled. (On loopback, the answers
+// to a first burst on new connections came back out of the order the server
+// counted them and refuted ulule's fixed window; the bucket left alone, its
+// refill measured from the window's jumps at 48/s, was refused every 20 ms
+// for the rest of the window, and requests failed.)
+func (p *policy) reconsider() {
+	for c := range nCand {
+		if p.alive&(1<<c) == 0 {
+			p.alive |= 1 << c
+			p.score[c] = 0
+		}
+	}
+}
+
 // revive considers again the candidates refuted long enough ago: nothing a
 // key believes latches.
 func (p *policy) revive(now int64) {
