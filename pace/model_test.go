@@ -520,7 +520,7 @@ func TestProbeBudget(t *testing.T) {
 // requests at 50 per second took 7.7-16.6 s.)
 func TestIdleSpellIsNoWindow(t *testing.T) {
 	srv := newServer(t, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 10, Window: time.Second, Anchor: ratelimittest.AnchorFirstRequest}),
-		ratelimittest.WithDialect(ratelimittest.XRateLimit), ratelimittest.WithRetryAfter(ratelimittest.RetryAfterNone))
+		ratelimittest.WithDialect(ratelimittest.XRateLimit))
 	y := newStory(t, nil)
 	rtt := ms(2)
 	// The first window opens at +0.3 s (its reset: +2 s, rounded up).
