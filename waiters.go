@@ -320,6 +320,11 @@ func (kw *keyWaiters) enqueue(t ticket, front bool) ticket {
 	return t
 }
 
+// resweepShift: a definite start that moves 1/resweepShift of a window or
+// more later than the last check projected from checks the line again (a
+// check reads the whole line; at half a window, at most two more a window).
+const resweepShift = 2
+
 // check refuses w, the nth request of its priority after the one whose
 // turn it is, if the line's pace cannot let it go before its deadline.
 func (wl *waitLine) check(lv *level, w *waiter, n int64) {
@@ -362,7 +367,7 @@ func (kw *keyWaiters) project(q string, d pace.Decision, now time.Time) {
 	// the whole line.
 	check := p.Limit != wl.pace.Limit || p.Window != wl.pace.Window ||
 		now.Sub(wl.swept) >= p.Window || d.Definite && !wl.sweptDefinite ||
-		d.Definite && at.Sub(wl.sweptAt) >= p.Window/2
+		d.Definite && at.Sub(wl.sweptAt) >= p.Window/resweepShift
 	wl.pace, wl.paceAt = p, at
 	wl.paceWhy = pace.Decision{Why: d.Why, Detail: d.Detail}
 	if wl.n == 0 || p.Limit <= 0 || !check {

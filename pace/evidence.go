@@ -59,9 +59,10 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		return
 	}
 	// Refused where the one candidate left said there was room, when it
-	// already needs twice the others' spending any candidate is let to:
-	// what refuted the others may have misled (see reconsider).
-	if a.refused && !a.probe && r == 0 && p.alive&(p.alive-1) == 0 && p.score[bits.TrailingZeros8(p.alive)] >= 2*p.scoreSlack() {
+	// already needs reconsiderSlacks times the others' spending any
+	// candidate is let to: what refuted the others may have misled (see
+	// reconsider).
+	if a.refused && !a.probe && r == 0 && p.alive&(p.alive-1) == 0 && p.score[bits.TrailingZeros8(p.alive)] >= reconsiderSlacks*p.scoreSlack() {
 		p.reconsider()
 	}
 	surplus := r - p.obsRem
