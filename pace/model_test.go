@@ -607,3 +607,43 @@ func TestLastCandidateRefusedReconsidersTheOthers(t *testing.T) {
 	require.GreaterOrEqual(t, at, sec(1)-rtt/2, "the next waits for the window's end")
 	require.Equal(t, 200, status)
 }
+
+// TestMuteBucket: a bucket without burst (limit 1) says none is left after
+// every request, and its reset a whole second, however fast it refills:
+// the rate the answers measure is only the client's own. A probe at twice
+// that rate goes whatever it saves on its own until one is refused. At
+// 50/s, the client went on at about 5/s before (a probe had to save 100 ms
+// on its own request; the grid's burst-1 cells ran 10.7-11.1x); with the
+// probes it passes 15/s within ten seconds. A quota of one per second that
+// is what it says costs at most one refused probe more than before.
+func TestMuteBucket(t *testing.T) {
+	for _, d := range []ratelimittest.Dialect{ratelimittest.IETF, ratelimittest.XRateLimit} {
+		t.Run("bucket-50ps-burst1/"+string(d), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: 50, Window: time.Second, Burst: 1}),
+					ratelimittest.WithDialect(d),
+				},
+				workers: 16, latency: 20 * time.Millisecond, span: 20 * time.Second,
+			})
+			from, to := sec(10), sec(20)
+			n := e.sentIn(from, to)
+			t.Logf("%d sends, %d refused (%v); %d in [%v, %v)", len(e.sends), len(e.refused), e.refused, n, from, to)
+			require.LessOrEqual(t, len(e.refused), 2, "refused")
+			require.GreaterOrEqualf(t, float64(n)/(to-from).Seconds(), 15.0, "paced at %.2f/s", float64(n)/(to-from).Seconds())
+		})
+		t.Run("window-1ps/"+string(d), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 1, Window: time.Second}),
+					ratelimittest.WithDialect(d),
+				},
+				workers: 16, latency: 20 * time.Millisecond, span: 60 * time.Second,
+			})
+			n := e.sentIn(sec(10), sec(60))
+			t.Logf("%d sends, %d refused (%v); %d in [10s, 60s)", len(e.sends), len(e.refused), e.refused, n)
+			require.LessOrEqual(t, len(e.refused), 3, "refused")
+			require.GreaterOrEqual(t, n, 45, "a window a second")
+		})
+	}
+}

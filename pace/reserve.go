@@ -474,8 +474,10 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	lead := arrive - now
 	p.trickle(now)
 	canProbe := p.probe == 0 && p.probeTokens >= 1
-	if canProbe && (at-arrive >= gain || soon == arrive && p.regret >= gain) {
-		// Waiting for the cautious candidate costs more than a refusal:
+	mute := p.mute(need, pl)
+	if canProbe && (at-arrive >= gain || soon == arrive && p.regret >= gain || mute && at > arrive) {
+		// Waiting for the cautious candidate costs more than a refusal
+		// (or the bucket is mute, and only a probe can show it faster):
 		// test the candidates that say there is room now, as they are
 		// (a refusal refutes them), or else the parameters that do.
 		var whole, param uint8
@@ -486,21 +488,21 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			switch {
 			case p.avail(candidate(c), arrive, inflight, cautious) >= room:
 				whole |= 1 << c
-			case p.paramProbe(candidate(c)) && p.avail(candidate(c), arrive, inflight, optimistic) >= room:
+			case p.paramProbe(candidate(c)) && p.when(candidate(c), arrive, need, inflight, optimistic) <= arrive:
 				param |= 1 << c
 			}
 		}
-		if whole != 0 {
+		if whole != 0 && (at-arrive >= gain || soon == arrive && p.regret >= gain) {
 			p.probeFor, p.probeParam = whole, 0
 			return holdResult{ok: true, probe: true}
 		}
-		if param != 0 && soon-arrive >= gain {
+		if param != 0 && (soon-arrive >= gain || mute && soon > arrive) {
 			p.probeFor, p.probeParam = param, param
 			return holdResult{ok: true, probe: true}
 		}
 	}
 	switch {
-	case canProbe && opt < at && at-opt >= gain && soon-opt >= gain:
+	case canProbe && opt < at && (at-opt >= gain && soon-opt >= gain || mute && opt < soon):
 		at = opt // a probe of parameters may go then
 	case canProbe && soon < at && (at-soon >= gain || p.regret >= gain):
 		at = soon // a probe of a candidate may go then
@@ -541,6 +543,21 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	r.at = min(at, now+maxHorizon)
 	r.detail = p.describe(slowest)
 	return r
+}
+
+// mute reports whether the bucket's level says nothing of how fast it
+// refills: it holds no more than the request's need, so that every answer
+// says none is left however fast it refills (a bucket without burst, whose
+// reset says a whole second), and the rate its answers measure is only the
+// client's own. Only a request sent sooner than that rate allows can show
+// it faster, so one is worth sending whatever it saves on its own (the
+// probeGain rule would stop the client at about 1/(2 probeGain), 5/s),
+// until a refusal bounds the rate (rHi): from then on probes go as for any
+// other bucket. A quota of one per window that is what it says costs one
+// refused probe; a bucket that refills faster than it says is paced at
+// what the probes proved by then.
+func (p *policy) mute(need int64, pl uint8) bool {
+	return pl&(1<<cBucket) != 0 && p.limit <= need && p.rLo > 0 && p.rHi == 0
 }
 
 // pace bounds how fast p lets requests through, whichever of its
