@@ -488,7 +488,11 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			switch {
 			case p.avail(candidate(c), arrive, inflight, cautious) >= room:
 				whole |= 1 << c
-			case p.paramProbe(candidate(c)) && p.when(candidate(c), arrive, need, inflight, optimistic) <= arrive:
+			case p.paramProbe(candidate(c)) && (p.avail(candidate(c), arrive, inflight, optimistic) >= room ||
+				mute && candidate(c) == cBucket && p.when(cBucket, arrive, need, inflight, optimistic) <= arrive):
+				// (A mute bucket's probe goes at the instant its
+				// optimistic rate gave, which the level compared there
+				// can miss by a rounding, sending the key to poll.)
 				param |= 1 << c
 			}
 		}
