@@ -557,9 +557,9 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 // it faster, so one is worth sending whatever it saves on its own (the
 // probeGain rule would stop the client at about 1/(2 probeGain), 5/s),
 // until a refusal bounds the rate (rHi): from then on probes go as for any
-// other bucket. A quota of one per window that is what it says costs one
-// refused probe; a bucket that refills faster than it says is paced at
-// what the probes proved by then.
+// other bucket. A quota of one per window that is what it says costs at
+// most one refused probe more (TestMuteBucket); a bucket that refills
+// faster than it says is paced at what the probes proved by then.
 func (p *policy) mute(need int64, pl uint8) bool {
 	return pl&(1<<cBucket) != 0 && p.limit <= need && p.rLo > 0 && p.rHi == 0
 }
