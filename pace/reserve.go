@@ -474,8 +474,11 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	lead := arrive - now
 	p.trickle(now)
 	canProbe := p.probe == 0 && p.probeTokens >= 1
+	// worth: waiting for the cautious candidate costs more than a refusal,
+	// at once or summed over the waits since the last probe.
+	worth := at-arrive >= gain || soon == arrive && p.regret >= gain
 	mute := p.mute(need, pl)
-	if canProbe && (at-arrive >= gain || soon == arrive && p.regret >= gain || mute && at > arrive) {
+	if canProbe && (worth || mute && at > arrive) {
 		// Waiting for the cautious candidate costs more than a refusal
 		// (or the bucket is mute, and only a probe can show it faster):
 		// test the candidates that say there is room now, as they are
@@ -496,7 +499,7 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 				param |= 1 << c
 			}
 		}
-		if whole != 0 && (at-arrive >= gain || soon == arrive && p.regret >= gain) {
+		if whole != 0 && worth {
 			p.probeFor, p.probeParam = whole, 0
 			return holdResult{ok: true, probe: true}
 		}
