@@ -70,7 +70,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	if surplus >= 0 {
 		ret := p.returnsBetween(a, r, p.since+cost)
 		older = a.at-p.obsAt <= a.k.orderSlack() && !math.IsInf(ret, 1) ||
-			a.sent <= p.obsAt && (float64(surplus) > ret ||
+			a.sent <= p.obsAt+a.k.orderSlack() && (float64(surplus) > ret ||
 				admitted && p.early >= cost && surplus <= p.booked && float64(surplus) > p.refillBetween(p.obsAt, a.at)) ||
 			math.IsInf(ret, 1) && float64(surplus) > p.returnsBetweenOf(a, r, p.since+cost, false) && p.mayBeOlder(a, surplus)
 	}
@@ -78,7 +78,8 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 		// Counted before the newest answer: it found more left, and it
 		// was not counted so much later that the quota can have come
 		// back meanwhile (nor as if a window ended between), or it was in flight when the newest was
-		// counted and found more left than can have come back since,
+		// counted (sent before that answer's instant, or after it by
+		// less than the instant's own uncertainty, orderSlack) and found more left than can have come back since,
 		// as far as the candidates in the running say, or, while units
 		// that answer booked as counted before their answers (see check)
 		// are still unanswered, no more than it booked and more than a

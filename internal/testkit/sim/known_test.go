@@ -305,6 +305,7 @@ var known = map[string]knownCell{
 	"anchored-window/anthropic/50ps/rtt20±50%/w16/foreign30%":            {0.0228, 1.09, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/foreign30%":     {0.0415, 1.51, 0, whySilentForeign},
 	"anchored-window/none/50ps/rtt20±50%/w16/foreign30%":                 {0.1018, 1.83, 0, whySilentForeign},
+	"sliding-log/ietf/50ps/rtt20±50%/w16/foreign30%":                     {0.0291, 1.23, 0, whyForeign},
 	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":              {0.0654, 1.42, 0, whyForeign},
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w16/foreign30%":         {0.0937, 1.64, 0, whySilentForeign},
 	"sliding-log/none/50ps/rtt20±50%/w16/foreign30%":                     {0.1045, 2.67, 0, whySilentForeign},
