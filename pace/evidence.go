@@ -77,15 +77,16 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	if older || a.at < p.obsAt && p.rolledAt == p.obsAt {
 		// Counted before the newest answer: it found more left, and it
 		// was not counted so much later that the quota can have come
-		// back meanwhile (nor as if a window ended between), or it was in flight when the newest was
-		// counted (sent before that answer's instant, or after it by
-		// less than the instant's own uncertainty, orderSlack) and found more left than can have come back since,
-		// as far as the candidates in the running say, or, while units
-		// that answer booked as counted before their answers (see check)
-		// are still unanswered, no more than it booked and more than a
-		// bucket refills meanwhile. (The instants
-		// alone do not order them: a request that opened a connection spent
-		// most of its round trip on its way there, and answers to
+		// back meanwhile (nor as if a window ended between), or it was
+		// in flight when the newest was counted (sent before that
+		// answer's instant, or after it by less than the instant's own
+		// uncertainty, orderSlack) and found more left than can have
+		// come back since, as far as the candidates in the running say,
+		// or, while units that answer booked as counted before their
+		// answers (see check) are still unanswered, no more than it
+		// booked and more than a bucket refills meanwhile. (The instants
+		// alone do not order them: a request that opened a connection
+		// spent most of its round trip on its way there, and answers to
 		// requests in flight together come back in any order; the
 		// count, which only falls between returns, does.) The newest
 		// answer counted it already, and this one says less, except

@@ -260,7 +260,7 @@ var quota = ratelimittest.Quota{Algorithm: ratelimittest.FixedWindow, Limit: 50,
 // reordered across processes) however long the run; so does a window
 // started late. Over six windows (300 requests, with pace's
 // TestSentJustAfterTheNewestMayBeOlder fixed) first runs missed the
-// figures in 3 of 8 processes (1.12x, 1.26x; once 13 refused); over
+// figures in 3 of 8 invocations (1.12x, 1.26x; once 13 refused); over
 // twelve, 6 of 6 met them (1-3 refused, 1.01-1.02x). Before that fix,
 // answers reordered by more than the round trips' spread refuted the
 // windows: 1.6-2.9% refused in all three runs of a CI run at 300, and at
