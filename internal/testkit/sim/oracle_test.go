@@ -2,7 +2,9 @@ package sim
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -82,6 +84,42 @@ func TestJitter(t *testing.T) {
 	require.Greater(t, hi, 29900*time.Microsecond)
 	require.InDelta(t, float64(rtt), float64(sum/n), float64(200*time.Microsecond))
 	require.Equal(t, rtt, jitter(rng, rtt, 0))
+}
+
+// Lag delays each request on its way out by an exponential draw of mean
+// Lag: never negative, a tenth of them more than 2.3 Lag; none without it.
+func TestLag(t *testing.T) {
+	require.Nil(t, (&Scenario{}).lagged())
+	s := Scenario{Lag: 10 * time.Millisecond, Seed: 7}
+	next := s.lagged()
+	var sum time.Duration
+	over := 0
+	const n = 10000
+	for range n {
+		d := next()
+		require.GreaterOrEqual(t, d, time.Duration(0))
+		sum += d
+		if d > 23*time.Millisecond {
+			over++
+		}
+	}
+	require.InDelta(t, float64(s.Lag), float64(sum/n), float64(500*time.Microsecond))
+	require.InDelta(t, n/10, over, n/50)
+
+	// On its way out only: the handler sees the request Lag later, and
+	// the answer takes the usual half round trip back.
+	synctest.Test(t, func(t *testing.T) {
+		var seen time.Time
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = time.Now() })
+		rt := Transport{Handler: h, RTT: 20 * time.Millisecond, NextLag: func() time.Duration { return 30 * time.Millisecond }}
+		start := time.Now()
+		req, _ := http.NewRequest(http.MethodGet, "http://api.sim/", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 40*time.Millisecond, seen.Sub(start))
+		require.Equal(t, 50*time.Millisecond, time.Since(start))
+	})
 }
 
 // The foreign client sends its share of the limit all run long, whatever

@@ -61,6 +61,13 @@ type Scenario struct {
 	// uniformly from [RTT*(1-Jitter), RTT*(1+Jitter)], and each way takes
 	// half of it. 0 keeps every round trip at RTT; Jitter is at most 1.
 	Jitter float64
+	// Lag holds requests back on their way to the server, one-sided and
+	// heavy-tailed, as a loaded client's scheduler or a shared store's
+	// round trip does: each request's way out takes, besides its half of
+	// the round trip, a delay drawn from an exponential distribution of
+	// mean Lag (a tenth of them take more than 2.3 Lag, a hundredth more
+	// than 4.6 Lag). 0 adds none. Drawn from the Seed's source.
+	Lag time.Duration
 	// Foreign is another client, which headway does not see, spending the
 	// same quota: it sends Foreign x Policy.Limit per Policy.Window (0.3:
 	// 30% of the limit) as a steady stream, each request sent at a random
@@ -163,7 +170,8 @@ func (s *Scenario) handler(clock ratelimittest.Clock) *ratelimittest.Handler {
 // in memory, each way taking half of the round trip: the request reaches the
 // handler RTT/2 after it is sent and the response is back RTT/2 later. The
 // round trip is RTT, or what NextRTT gives for each exchange when it is set
-// (it must be safe for concurrent use). The waits are timers, so inside a
+// (it must be safe for concurrent use); NextLag, when set, adds a delay of
+// its own to each request's way to the handler. The waits are timers, so inside a
 // testing/synctest bubble they take virtual time. A context that ends
 // during either half ends the round trip with its error. Trace, when set,
 // is called with each response the handler wrote, at its time since Start.
@@ -172,6 +180,7 @@ type Transport struct {
 	Handler http.Handler
 	RTT     time.Duration
 	NextRTT func() time.Duration
+	NextLag func() time.Duration
 	Trace   func(at time.Duration, status int, h http.Header)
 	Start   time.Time
 }
@@ -189,7 +198,11 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.NextRTT != nil {
 		rtt = t.NextRTT()
 	}
-	if err := (headway.SystemClock{}).Sleep(req.Context(), rtt/2); err != nil {
+	out := rtt / 2
+	if t.NextLag != nil {
+		out += t.NextLag()
+	}
+	if err := (headway.SystemClock{}).Sleep(req.Context(), out); err != nil {
 		return nil, err
 	}
 	rec := httptest.NewRecorder()
@@ -225,6 +238,21 @@ func (s *Scenario) jittered() func() time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
 		return jitter(rng, s.RTT, s.Jitter)
+	}
+}
+
+// lagged returns a Transport.NextLag for s (see Scenario.Lag), nil when
+// s.Lag is 0.
+func (s *Scenario) lagged() func() time.Duration {
+	if s.Lag <= 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(s.Seed, 3))
+	return func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(rng.ExpFloat64() * float64(s.Lag))
 	}
 }
 
@@ -319,10 +347,10 @@ func Run(s Scenario) Result {
 		shared = pace.NewMemoryStore(nil)
 	}
 	start := time.Now()
-	rtts := s.jittered()
+	rtts, lags := s.jittered(), s.lagged()
 	clients := make([]*http.Client, s.Processes)
 	for i := range clients {
-		rt := http.RoundTripper(Transport{Handler: h, RTT: s.RTT, NextRTT: rtts, Trace: s.Trace, Start: start})
+		rt := http.RoundTripper(Transport{Handler: h, RTT: s.RTT, NextRTT: rtts, NextLag: lags, Trace: s.Trace, Start: start})
 		if !s.Bare {
 			opts := append([]headway.Option{headway.WithRandSource(rand.NewPCG(uint64(i)+1, 2))}, s.Options2...)
 			if shared != nil {
