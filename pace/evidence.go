@@ -390,10 +390,22 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 			lo, hi = max(lo, b.lo), min(hi, b.hi)
 		}
 		if c == cAnchored {
-			// The new one opened with the first unit after the end.
+			// The new one opened with the first unit after the end, at
+			// the instant the ledger holds for it (the middle of its
+			// round trip) or later by as much as its round trip exceeds
+			// the least, halved: a unit that spent most of its round
+			// trip on its way out (a new connection, a loaded client)
+			// reached the server late, and its window ends as late. That
+			// spread is this answer's own when it is the unit, or else
+			// orderSlack. (Taking the middle as exact made the bounds a
+			// point: with one-sided lags of 10 ms in 20 ms round trips,
+			// each window's first requests were sent to land a few ms
+			// before it ended, 1-3% refused and 1.4-1.6x.)
 			lo, hi = p.own.firstAfter(lo), p.own.firstAfter(hi)
-			if hi > a.at {
-				hi = a.at
+			if hi >= a.at {
+				hi = a.at + max(a.recv-a.sent-a.k.rttMin, 0)/2
+			} else {
+				hi += a.k.orderSlack()
 			}
 		}
 		if p.period.known() {

@@ -92,6 +92,12 @@ const (
 	gridJitter = 0.5
 )
 
+// gridLag is the lag variation's mean one-sided delay on the way out
+// (Scenario.Lag): half the round trip, as a request that opens a
+// connection, or waits for a loaded client's scheduler or a shared
+// store, spends before it leaves.
+const gridLag = 10 * time.Millisecond
+
 // cell is one run of the grid and its target.
 type cell struct {
 	name  string
@@ -221,12 +227,14 @@ func gridCells() []cell {
 		{"skew+3s", "/skew+3s", gridRTT, 16, withOptions(rlt.WithDateSkew(3 * time.Second))},
 		{"skew-3s", "/skew-3s", gridRTT, 16, withOptions(rlt.WithDateSkew(-3 * time.Second))},
 		{"charge-refused", "/charge-refused", gridRTT, 16, withOptions(rlt.WithChargeRefused())},
+		{"lag10ms", "/lag10ms", gridRTT, 16, func(s *Scenario) { s.Lag = gridLag }},
 	}
 	for vi, v := range variations {
 		for ai, a := range algs {
 			for fi, f := range families {
 				c := newCell("Variations at 50/s", v.name, a, f, at50, v.rtt, v.workers, v.suffix, v.edit)
-				c.subset = ai == vi%len(algs) && (fi == vi%len(families) || fi == (vi+2)%len(families))
+				c.subset = ai == vi%len(algs) && (fi == vi%len(families) || fi == (vi+2)%len(families)) ||
+					v.name == "lag10ms" && a.name == "anchored-window" && f.name == "anthropic" // its window's end, from a lagged first unit
 				cells = append(cells, c)
 			}
 		}
@@ -346,8 +354,8 @@ func TestGridSubset(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Len(t, want["alg"], 7)
 	require.Len(t, want["family"], 5)
-	require.Len(t, want["variation"], 11, "none, rtt1, rtt200, w1, w256, skew+3s, skew-3s, charge-refused, burst, misleading, foreign")
-	require.Len(t, all, 7*5*5+7*7*5+2*6*5+2*4*3+7*5)
+	require.Len(t, want["variation"], 12, "none, rtt1, rtt200, w1, w256, skew+3s, skew-3s, charge-refused, lag10ms, burst, misleading, foreign")
+	require.Len(t, all, 7*5*5+8*7*5+2*6*5+2*4*3+7*5)
 	t.Logf("%d cells, %d in the default subset", len(all), subset)
 }
 
@@ -454,7 +462,9 @@ Every cell is one run of headway against a ratelimittest server in virtual time 
 algorithm, the header family (IETF ` + "`t=`" + ` delays; X-RateLimit's Unix-second resets; Anthropic's RFC 3339 dates;
 no headers with Retry-After; no headers and no Retry-After), the operating point (5/s, 50/s, 1000/s, 100 per
 minute, 5000 per hour), round trips of 1, 20 or 200 ms each drawn within +/-50%, and 16 workers unless the cell
-says. The run starts 370 ms into a second, so that windows are not aligned with it. Cells with windows of 30 s
+says; the lag10ms cells hold each request on its way out for a further delay drawn from an exponential
+distribution of mean 10 ms (one-sided, as a new connection or a loaded client delays it; the oracle has none).
+The run starts 370 ms into a second, so that windows are not aligned with it. Cells with windows of 30 s
 or more give each request 4 windows and ` + "`WithMaxWait`" + ` 2 windows, as a user of such an API would.
 
 **The oracle (ideal).** As many ideal workers as the run has, each sending its next request when the answer to

@@ -28,6 +28,7 @@ const (
 	whyProbes          = "a bucket of 100 per minute with absolute resets: probes refused at the start and about once a minute while its refill is measured (1.56-1.57/s of 1.67/s), 7-11 in 600 attempts"
 	whyRTT200Window    = "round trips of 100-300 ms on a fixed window with t= delays: the requests in flight when a window is spent are not held back, up to 16 reach it at once and are refused, and each Retry-After pauses the key"
 	whyCounterOpen     = "the sliding counter's phase is no longer taken from the server's Date (go-chi/httprate's windows are not on its seconds): until the answers narrow it, the counter explains a window's, a log's or a bucket's answers at some phase and stays a candidate, held to the most any phase allows, so the key waits for it longer, or a probe is refused to rule it out"
+	whyLag             = "one-sided lags on the way out (10 ms on average, in round trips of 20 ms): the client takes each request to have been counted half way through its round trip, which a lagged one reached later, so its unit returns, its window opens and its bucket's level falls later than the client counts; requests sent on that count land a few ms early and are refused, and each refusal's whole-second Retry-After pauses the key"
 	whyWindowAsLog     = "256 workers on a fixed window with whole-second resets: taken for a sliding log, requests wait for units to age out one by one instead of for the window's end, and probes are refused"
 )
 
@@ -44,8 +45,14 @@ const (
 // window's cautious count holds only its last window's units (a burst sent
 // within wide bounds on the window's end came back a window late), four
 // cells with misleading headers moved within their reason's range (three
-// runs, which agreed). The reasons of the
-// former come from the traces of 5be841c where a cell was listed then; a
+// runs, which agreed). The 35 lag10ms cells came with a window that opens
+// with a request taken to end as late as that request may have arrived:
+// 23 of them are listed (the worst of three runs at GOMAXPROCS 1, 2 and 4,
+// which agreed), two rtt200 cells moved (fixed-window/x-ratelimit listed,
+// anchored-window/ietf updated), a foreign cell went up (fixed-window/
+// x-ratelimit) and one went (sliding-log/ietf, which meets its target on
+// this seed and misses it on a third of the others): 267 of 574 cells
+// meet their target. The reasons of the former come from the traces of 5be841c where a cell was listed then; a
 // cell listed since carries the reason of its kind (its variation,
 // operating point, header family or algorithm). TestGrid fails when a cell does worse than listed here
 // (beyond tolRefused, tolX and tolFailed), and reports a cell that meets
@@ -297,7 +304,7 @@ var known = map[string]knownCell{
 	"gcra/ietf/10ps+100p10s/rtt20±50%/w16/misleading":                    {0.0307, 1.17, 0, whyMisleading},
 	"gcra/x-ratelimit/10ps+100p10s/rtt20±50%/w16/misleading":             {0.0260, 1.15, 0, whyMisleading},
 	"gcra/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":               {0.0291, 1.16, 0, whyMisleading},
-	"fixed-window/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":             {0.0323, 1.29, 0, whyForeign},
+	"fixed-window/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":             {0.0385, 1.32, 0, whyForeign},
 	"fixed-window/anthropic/50ps/rtt20±50%/w16/foreign30%":               {0.0741, 1.34, 0, whyForeign},
 	"fixed-window/none+retry-after/50ps/rtt20±50%/w16/foreign30%":        {0.0798, 1.56, 0, whySilentForeign},
 	"fixed-window/none/50ps/rtt20±50%/w16/foreign30%":                    {0.1045, 2.27, 0, whySilentForeign},
@@ -305,7 +312,6 @@ var known = map[string]knownCell{
 	"anchored-window/anthropic/50ps/rtt20±50%/w16/foreign30%":            {0.0228, 1.09, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/foreign30%":     {0.0415, 1.51, 0, whySilentForeign},
 	"anchored-window/none/50ps/rtt20±50%/w16/foreign30%":                 {0.1018, 1.83, 0, whySilentForeign},
-	"sliding-log/ietf/50ps/rtt20±50%/w16/foreign30%":                     {0.0291, 1.23, 0, whyForeign},
 	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":              {0.0654, 1.42, 0, whyForeign},
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w16/foreign30%":         {0.0937, 1.64, 0, whySilentForeign},
 	"sliding-log/none/50ps/rtt20±50%/w16/foreign30%":                     {0.1045, 2.67, 0, whySilentForeign},
@@ -320,6 +326,29 @@ var known = map[string]knownCell{
 	"gcra/ietf/50ps/rtt20±50%/w16/foreign30%":                            {0.0228, 1.58, 0, whyForeign},
 	"gcra/none+retry-after/50ps/rtt20±50%/w16/foreign30%":                {0.1071, 1.56, 0, whySilentForeign},
 	"gcra/none/50ps/rtt20±50%/w16/foreign30%":                            {0.0826, 1.44, 0, whySilentForeign},
+	"fixed-window/none+retry-after/50ps/rtt20±50%/w16/lag10ms":           {0.0566, 1.63, 0, whySilentFirst},
+	"fixed-window/none/50ps/rtt20±50%/w16/lag10ms":                       {0.0415, 1.25, 0, whySilentFirst},
+	"anchored-window/ietf/50ps/rtt20±50%/w16/lag10ms":                    {0.0132, 1.21, 0, whyLag},
+	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/lag10ms":        {0.0446, 1.71, 0, whySilentFirst},
+	"anchored-window/none/50ps/rtt20±50%/w16/lag10ms":                    {0.0476, 1.43, 0, whySilentFirst},
+	"sliding-log/ietf/50ps/rtt20±50%/w16/lag10ms":                        {0.0260, 1.22, 0, whyLag},
+	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/lag10ms":                 {0.0228, 1.32, 0, whyLag},
+	"sliding-log/anthropic/50ps/rtt20±50%/w16/lag10ms":                   {0.0291, 1.16, 0, whyLag},
+	"sliding-log/none+retry-after/50ps/rtt20±50%/w16/lag10ms":            {0.0536, 1.36, 0, whySilentFirst},
+	"sliding-log/none/50ps/rtt20±50%/w16/lag10ms":                        {0.0476, 1.34, 0, whySilentFirst},
+	"sliding-counter/x-ratelimit/50ps/rtt20±50%/w16/lag10ms":             {0.0033, 1.09, 0, whyLag},
+	"sliding-counter/anthropic/50ps/rtt20±50%/w16/lag10ms":               {0.0033, 1.07, 0, whyCounterSlow},
+	"sliding-counter/none+retry-after/50ps/rtt20±50%/w16/lag10ms":        {0.0536, 1.50, 0, whySilentCounter},
+	"sliding-counter/none/50ps/rtt20±50%/w16/lag10ms":                    {0.0536, 1.24, 0, whySilentCounter},
+	"token-bucket/none+retry-after/50ps/rtt20±50%/w16/lag10ms":           {0.0354, 1.07, 0, whySilentFirst},
+	"token-bucket/none/50ps/rtt20±50%/w16/lag10ms":                       {0.0476, 1.06, 0, whySilentFirst},
+	"leaky-bucket/anthropic/50ps/rtt20±50%/w16/lag10ms":                  {0.0099, 1.12, 0, whyLag},
+	"leaky-bucket/none+retry-after/50ps/rtt20±50%/w16/lag10ms":           {0.0385, 1.12, 0, whySilentFirst},
+	"leaky-bucket/none/50ps/rtt20±50%/w16/lag10ms":                       {0.0536, 1.08, 0, whySilentFirst},
+	"gcra/ietf/50ps/rtt20±50%/w16/lag10ms":                               {0.0099, 1.13, 0, whyLag},
+	"gcra/anthropic/50ps/rtt20±50%/w16/lag10ms":                          {0.0066, 1.20, 0, whyLag},
+	"gcra/none+retry-after/50ps/rtt20±50%/w16/lag10ms":                   {0.0446, 1.21, 0, whySilentFirst},
+	"gcra/none/50ps/rtt20±50%/w16/lag10ms":                               {0.0536, 1.07, 0, whySilentFirst},
 	"sliding-counter/none/50ps/rtt20±50%/w1":                             {0.0066, 1.17, 0, whySilentCounter},
 	"sliding-log/anthropic/5ps/rtt20±50%/w16":                            {0.0196, 1.01, 0, whyCounterOpen},
 	"sliding-log/x-ratelimit/5ps/rtt20±50%/w16":                          {0.0196, 1.01, 0, whyCounterOpen},
@@ -327,7 +356,8 @@ var known = map[string]knownCell{
 	"fixed-window/ietf/50ps/rtt20±50%/w16/foreign30%":                    {0.0354, 1.35, 0, whyCounterOpen},
 	"sliding-log/ietf/50ps/rtt20±50%/w1":                                 {0.0033, 1.20, 0, whyCounterOpen},
 	"anchored-window/anthropic/50ps/rtt200±50%/w16":                      {0.0066, 1.33, 0, whyCounterOpen},
-	"anchored-window/ietf/50ps/rtt200±50%/w16":                           {0.0000, 1.05, 0, whyCounterOpen},
+	"anchored-window/ietf/50ps/rtt200±50%/w16":                           {0.0033, 1.16, 0, whyCounterOpen},
+	"fixed-window/x-ratelimit/50ps/rtt200±50%/w16":                       {0.0000, 1.06, 0, whyRTT200},
 	"gcra/anthropic/100pm/rtt20±50%/w16":                                 {0.0115, 1.00, 0, whyCounterOpen},
 	"gcra/x-ratelimit/100pm/rtt20±50%/w16":                               {0.0148, 1.00, 0, whyCounterOpen},
 	"leaky-bucket/anthropic/100pm/rtt20±50%/w16":                         {0.0196, 1.00, 0, whyCounterOpen},
