@@ -2,6 +2,7 @@ package headway
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 )
@@ -16,7 +17,7 @@ import (
 // through (one retry loop, one pacer, one count per attempt), and says it
 // was there. Marking costs a context and a shallow copy of the request, so
 // a stack marks only while it has not learnt whether one hides below: its
-// first request, one in markEvery after, and every one once a stack below
+// first request, about one in markEvery after, and every one once a stack below
 // has said it is there.
 
 // layerSet is a set of headway layers.
@@ -46,12 +47,15 @@ type marker struct {
 	pacedBelow atomic.Bool
 	above      *marker
 	self       *marker
-	sent       atomic.Uint64 // requests the stack sent, for markEvery
+	started    atomic.Bool // the stack has marked a request
 }
 
 // markEvery is how often a stack that has seen no headway stack below
 // marks a request all the same: a transport of someone else's may route
-// some requests only (a host's) through one.
+// some requests only (a host's) through one. Which requests is drawn at
+// random (math/rand/v2's generator, which each thread keeps on its own),
+// not counted: a count would be a write that every request of the stack,
+// on every core, makes to one cache line.
 const markEvery = 1024
 
 // markerFrom returns the marker of a headway stack above, or nil.
@@ -115,8 +119,11 @@ func newMarker(c *config, base http.RoundTripper) *marker {
 // mark returns req with m in its context (merged with a marker from above)
 // when it is to be marked (see markEvery), or req itself.
 func mark(req *http.Request, m *marker) *http.Request {
-	if m == nil || !m.below.Load() && m.sent.Add(1)%markEvery != 1 {
+	if m == nil || !m.below.Load() && m.started.Load() && rand.Uint64()%markEvery != 0 {
 		return req
+	}
+	if !m.started.Load() {
+		m.started.Store(true)
 	}
 	ctx := req.Context()
 	if above := markerFrom(ctx); above != nil {
