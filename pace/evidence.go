@@ -397,13 +397,16 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 			// trip on its way out (a new connection, a loaded client)
 			// reached the server late, and its window ends as late. That
 			// spread is this answer's own when it is the unit, or else
-			// orderSlack. (Taking the middle as exact made the bounds a
+			// orderSlack; at most the least round trip (a connection's
+			// handshakes) or orderSlack, since a round trip longer than
+			// that is mostly the server's work, done after it counted
+			// the request. (Taking the middle as exact made the bounds a
 			// point: with one-sided lags of 10 ms in 20 ms round trips,
 			// each window's first requests were sent to land a few ms
 			// before it ended, 1-3% refused and 1.4-1.6x.)
 			lo, hi = p.own.firstAfter(lo), p.own.firstAfter(hi)
 			if hi >= a.at {
-				hi = a.at + max(a.recv-a.sent-a.k.rttMin, 0)/2
+				hi = a.at + min(max(a.recv-a.sent-a.k.rttMin, 0)/2, max(a.k.rttMin, a.k.orderSlack()))
 			} else {
 				hi += a.k.orderSlack()
 			}
