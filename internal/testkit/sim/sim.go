@@ -232,13 +232,7 @@ func (s *Scenario) jittered() func() time.Duration {
 	if s.Jitter <= 0 {
 		return nil
 	}
-	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(s.Seed, 1))
-	return func() time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return jitter(rng, s.RTT, s.Jitter)
-	}
+	return drawing(s.Seed, 1, func(rng *rand.Rand) time.Duration { return jitter(rng, s.RTT, s.Jitter) })
 }
 
 // lagged returns a Transport.NextLag for s (see Scenario.Lag), nil when
@@ -247,12 +241,18 @@ func (s *Scenario) lagged() func() time.Duration {
 	if s.Lag <= 0 {
 		return nil
 	}
+	return drawing(s.Seed, 3, func(rng *rand.Rand) time.Duration { return time.Duration(rng.ExpFloat64() * float64(s.Lag)) })
+}
+
+// drawing returns draw over a source seeded by seed and stream, safe for
+// concurrent use.
+func drawing(seed, stream uint64, draw func(*rand.Rand) time.Duration) func() time.Duration {
 	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(s.Seed, 3))
+	rng := rand.New(rand.NewPCG(seed, stream))
 	return func() time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
-		return time.Duration(rng.ExpFloat64() * float64(s.Lag))
+		return draw(rng)
 	}
 }
 
