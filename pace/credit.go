@@ -65,6 +65,19 @@ func (s *State) Credit(now time.Time, route string) int64 {
 			return 0
 		}
 		inflight := k.inflight(p)
+		// Ample: the client spends at most a quarter of the quota in its
+		// longest window. A client that uses more is near a limit, where
+		// the answers it would not read tell where a window ends or how
+		// fast a bucket fills. (Asked first: it is one sum, where the
+		// room below asks every candidate.)
+		w := max(p.said, p.period.hi)
+		if w <= 0 {
+			return 0
+		}
+		t := unixNano(now)
+		if 4*(p.own.sum(t-w, t)+inflight) > p.limit {
+			return 0
+		}
 		room := p.obsRem - p.since - inflight
 		if pl := p.plausible(); pl != 0 {
 			// What every candidate in the running admits (Reserve's
@@ -80,18 +93,6 @@ func (s *State) Credit(now time.Time, route string) int64 {
 			}
 		}
 		if room < 2 {
-			return 0
-		}
-		// Ample: the client spends at most a quarter of the quota in its
-		// longest window. A client that uses more is near a limit, where
-		// the answers it would not read tell where a window ends or how
-		// fast a bucket fills.
-		w := max(p.said, p.period.hi)
-		if w <= 0 {
-			return 0
-		}
-		t := unixNano(now)
-		if 4*(p.own.sum(t-w, t)+inflight) > p.limit {
 			return 0
 		}
 		n = min(n, room/2)
