@@ -753,6 +753,7 @@ func (d *decoder) ledger(l *ledger) {
 			at += d.i()
 			l.e[j] = entry{at: at, n: d.i()}
 		}
+		l.fix(0)
 	}
 }
 

@@ -127,6 +127,9 @@ func (f *filler) fill(t *testing.T, v reflect.Value, path string) {
 		for i := range v.NumField() {
 			f.fill(t, v.Field(i), path+"."+v.Type().Field(i).Name)
 		}
+		if l, ok := v.Addr().Interface().(*ledger); ok {
+			l.fix(0) // the running totals are derived from the entries
+		}
 	case reflect.Array:
 		for i := range v.Len() {
 			f.fill(t, v.Index(i), fmt.Sprintf("%s[%d]", path, i))

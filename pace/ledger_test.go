@@ -29,19 +29,39 @@ func TestLedgerSqueeze(t *testing.T) {
 	require.Equal(t, l.sum(1000*(10*most-most/4), 1000*10*most), int64(most/4), "the newest quarter is exact")
 }
 
-// TestLedgerSum: sum's binary search counts what a scan of every entry
-// counts, over ledgers built by adds out of order, merges and squeezes, and
-// ranges that start before, inside and after them.
+// TestLedgerSum: sum's running totals count what a scan of every entry
+// counts, over ledgers built by adds out of order, merges, squeezes,
+// prunes, the oldest units taken and a round trip through the encoding,
+// and ranges that start before, inside and after them; total too.
 func TestLedgerSum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
 		var l ledger
 		for range rng.IntN(300) {
-			l.addUpTo(rng.Int64N(10_000), 1+rng.Int64N(3), rng.Int64N(50), 1+rng.IntN(64))
+			switch rng.IntN(20) {
+			case 0:
+				l.prune(rng.Int64N(5_000))
+			case 1:
+				l.takeOldest(rng.Int64N(5))
+			case 2:
+				var e encoder
+				e.ledger(&l)
+				d := decoder{b: e.b}
+				l = ledger{}
+				d.ledger(&l)
+				require.NoError(t, d.err)
+			default:
+				l.addUpTo(rng.Int64N(10_000), 1+rng.Int64N(3), rng.Int64N(50), 1+rng.IntN(64))
+			}
 		}
 		for j := 1; j < len(l.e); j++ {
 			require.LessOrEqual(t, l.e[j-1].at, l.e[j].at, "in order")
 		}
+		var all int64
+		for _, e := range l.e {
+			all += e.n
+		}
+		require.Equal(t, all, l.total())
 		for range 50 {
 			from, to := rng.Int64N(12_000)-1_000, rng.Int64N(12_000)-1_000
 			var want int64
