@@ -260,6 +260,9 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 			minShort = 0
 		}
 	}
+	if a.refused && !a.probe && r == 0 {
+		p.heedForeseen(&short, a.cost(p))
+	}
 	p.bucketRate(a, r)
 	if p.alive&(1<<cCounter) != 0 && !a.refused && !p.counterNarrow(a.at, p.limit-r, p.tolerance(cCounter, a, amb)) {
 		// No phase the bounds allow counts as little of the client's
@@ -308,6 +311,42 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 			p.logF.add(a.at, n, p.quantum())
 		case cCounter:
 			p.ctrF.add(a.at, n, p.quantum())
+		}
+	}
+}
+
+// heedForeseen takes in a refusal of a request that was no probe, short[c]
+// being what each candidate c in the running said was left for it: when
+// every candidate heeded said there was room, and some set aside by their
+// scores said there was none, those are heeded again (their scores set to
+// the best one's), and the next decisions wait for what they say or probe
+// to tell them apart. A score sums the others' spending a candidate needs
+// to explain the answers, and what the client cannot order misleads it: a
+// sliding log, at the return of a burst whose requests reached the server
+// together, needs what their unknown order hides, where a counter that
+// counts more at that instant does not, and the counter heeded alone is
+// then refused where the log was right. A refusal is the answer that says
+// which of the two was. (It does not stop the next burst from setting the
+// log aside again: see TestRefusalForeseenBySetAsideCandidate.)
+func (p *policy) heedForeseen(short *[nCand]float64, cost int64) {
+	pl := p.plausible()
+	best := math.Inf(1)
+	var foresaw uint8
+	for c := range nCand {
+		if p.alive&(1<<c) == 0 {
+			continue
+		}
+		best = min(best, p.score[c])
+		if short[c] < float64(max(cost, 1)) {
+			foresaw |= 1 << c
+		}
+	}
+	if foresaw&pl != 0 {
+		return // a candidate heeded foresaw it: the request went on older news
+	}
+	for c := range nCand {
+		if foresaw&(1<<c) != 0 {
+			p.score[c] = best
 		}
 	}
 }

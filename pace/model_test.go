@@ -647,3 +647,52 @@ func TestMuteBucket(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalForeseenBySetAsideCandidate: the candidates heeded all said a
+// request had room, one set aside by its score said it had none, and the
+// server refused it (no probe): the one that foresaw the refusal is heeded
+// again, and the key waits for what it says (or probes the other, whose
+// refusal refutes it). Here the log is set aside by hand, and a bucket
+// that refills at 48/s is heeded alone. Before, the log stayed aside (the
+// refusal booked as others' spending for the bucket), and the bucket was
+// refused three times more before the log's unit returned. In process (credit_test.go's
+// TestCreditStopsShortOfTheLimit: 64 workers into a 500/s sliding log), the
+// log is set aside at each return of a burst whose requests reached the
+// server together, for what their unknown order hides, and a counter
+// heeded alone was refused every other second in about one run of 300:
+// heeded again at the refusal, the log is set aside again by the next
+// burst, and that tail is not gone (3 of 1,200 runs; 1 of 300 before).
+func TestRefusalForeseenBySetAsideCandidate(t *testing.T) {
+	srv := newServer(t, ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingLog, Limit: 50, Window: time.Second}),
+		ratelimittest.WithDialect(ratelimittest.XRateLimit), ratelimittest.WithRetryAfter(ratelimittest.RetryAfterNone))
+	y := newStory(t, nil)
+	rtt := ms(2)
+	from := ms(100)
+	for range 50 {
+		at, status := y.exchange(srv, from, "a", rtt)
+		require.Equal(t, 200, status)
+		from = at + rtt
+	}
+	p := &y.st.k.policies[0]
+	p.refute(allCandidates&^(1<<cLog|1<<cBucket), unixNano(t0.Add(from)))
+	p.raiseRate(48)
+	p.score[cLog], p.score[cBucket] = 2*p.scoreSlack(), 0
+	require.Equal(t, uint8(1<<cBucket), p.plausible(), "the bucket is heeded alone")
+	at, status := y.exchange(srv, from, "b", rtt)
+	require.Less(t, at, sec(1), "the bucket lets it go before the log returns a unit")
+	require.Equal(t, http.StatusTooManyRequests, status)
+	require.NotZero(t, p.plausible()&(1<<cLog), "the log, which foresaw the refusal, is heeded again: scores %.1f", p.score)
+	// Both heeded, the bucket's next token may be worth a probe: refused,
+	// it refutes the bucket. Either way, the log holds the key until its
+	// first unit returns.
+	refused := 0
+	for status != http.StatusOK && refused < 10 {
+		at, status = y.exchange(srv, at+rtt, fmt.Sprint("c", refused), rtt)
+		if status == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	require.LessOrEqual(t, refused, 1, "at most the probe is refused (before, 3 more were)")
+	require.Zero(t, p.alive&(1<<cBucket), "the bucket is refuted")
+	require.GreaterOrEqual(t, at, ms(1100)-rtt/2, "the first admitted waits for the log's first unit to return")
+}

@@ -287,7 +287,7 @@ var known = map[string]knownCell{
 	"gcra/none/50ps/rtt20±50%/w16/burst6":                                {0.0228, 1.02, 0, whySilentBucket},
 	"fixed-window/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":       {0.0104, 1.01, 0, whyMisleading},
 	"sliding-log/ietf/50ps+600pm/rtt20±50%/w16/misleading":               {0.0132, 1.01, 0, whyMisleading},
-	"sliding-log/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":        {0.0191, 1.48, 0, whyMisleading},
+	"sliding-log/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":        {0.0185, 1.04, 0, whyMisleading},
 	"sliding-log/anthropic/50ps+600pm/rtt20±50%/w16/misleading":          {0.0110, 1.22, 0, whyMisleading},
 	"token-bucket/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":       {0.0132, 1.01, 0, whyMisleading},
 	"token-bucket/anthropic/50ps+600pm/rtt20±50%/w16/misleading":         {0.0115, 1.01, 0, whyMisleading},
