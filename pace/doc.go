@@ -40,12 +40,14 @@
 // Each candidate predicts, from the ledger, what every answer should say.
 // The remaining count is an exact integer: an answer that shows more left
 // than a candidate allows refutes it (the server gave back what that
-// candidate says it keeps), and a refusal refutes the candidates that said
-// the request would be admitted. An answer that shows less left than a
-// candidate explains is booked, for that candidate, as spending by others
-// (another process, another client on the same quota) at the answer's
-// instant, and ages as that candidate says such spending does; a candidate
-// that needs much more of it than the best one is set aside. A server that
+// candidate says it keeps), and a probe's refusal (below) refutes the
+// candidates that said it would be admitted. An answer that shows less left
+// than a candidate explains (any other refusal included) is booked, for
+// that candidate, as spending by others (another process, another client
+// on the same quota) at the answer's instant, and ages as that candidate
+// says such spending does; a candidate that needs much more of it than the
+// best one is set aside, until a refusal that it foresaw and every
+// candidate heeded did not brings it back. A server that
 // says nothing (no headers) has admitted or refused as its only evidence
 // (see "A server that says nothing" below).
 // Resets, Retry-After and the window's length are evidence too: they bound
