@@ -60,6 +60,18 @@ func (y *story) exchange(srv *server, from time.Duration, name string, rtt time.
 	return at, r.status
 }
 
+// spendOneByOne sends n requests one after another from from, each
+// admitted, and returns when the next may start.
+func (y *story) spendOneByOne(srv *server, from time.Duration, n int, rtt time.Duration) time.Duration {
+	y.t.Helper()
+	for range n {
+		at, status := y.exchange(srv, from, "a", rtt)
+		require.Equal(y.t, 200, status)
+		from = at + rtt
+	}
+	return from
+}
+
 // ---------------------------------------------------------------------------
 // Fixed windows.
 
@@ -588,12 +600,7 @@ func TestLastCandidateRefusedReconsidersTheOthers(t *testing.T) {
 	y := newStory(t, nil)
 	rtt := ms(2)
 	// Spend the first window, one request at a time.
-	from := ms(100)
-	for range 50 {
-		at, status := y.exchange(srv, from, "a", rtt)
-		require.Equal(t, 200, status)
-		from = at + rtt
-	}
+	from := y.spendOneByOne(srv, ms(100), 50, rtt)
 	p := &y.st.k.policies[0]
 	p.refute(allCandidates&^(1<<cBucket), unixNano(t0.Add(from)))
 	p.raiseRate(48)
@@ -667,12 +674,7 @@ func TestRefusalForeseenBySetAsideCandidate(t *testing.T) {
 		ratelimittest.WithDialect(ratelimittest.XRateLimit), ratelimittest.WithRetryAfter(ratelimittest.RetryAfterNone))
 	y := newStory(t, nil)
 	rtt := ms(2)
-	from := ms(100)
-	for range 50 {
-		at, status := y.exchange(srv, from, "a", rtt)
-		require.Equal(t, 200, status)
-		from = at + rtt
-	}
+	from := y.spendOneByOne(srv, ms(100), 50, rtt)
 	p := &y.st.k.policies[0]
 	p.refute(allCandidates&^(1<<cLog|1<<cBucket), unixNano(t0.Add(from)))
 	p.raiseRate(48)
