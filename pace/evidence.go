@@ -329,21 +329,16 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 // which of the two was. (It does not stop the next burst from setting the
 // log aside again: see TestRefusalForeseenBySetAsideCandidate.)
 func (p *policy) heedForeseen(short *[nCand]float64, cost int64) {
-	pl := p.plausible()
-	best := math.Inf(1)
 	var foresaw uint8
 	for c := range nCand {
-		if p.alive&(1<<c) == 0 {
-			continue
-		}
-		best = min(best, p.score[c])
-		if short[c] < float64(max(cost, 1)) {
+		if p.alive&(1<<c) != 0 && short[c] < float64(max(cost, 1)) {
 			foresaw |= 1 << c
 		}
 	}
-	if foresaw&pl != 0 {
+	if foresaw&p.plausible() != 0 {
 		return // a candidate heeded foresaw it: the request went on older news
 	}
+	best := p.bestScore()
 	for c := range nCand {
 		if foresaw&(1<<c) != 0 {
 			p.score[c] = best

@@ -151,12 +151,7 @@ func (p *policy) quantum() int64 { return 1 }
 // plausible returns the candidates a decision heeds: those not refuted
 // whose score is within scoreSlack of the best one's.
 func (p *policy) plausible() uint8 {
-	best := math.Inf(1)
-	for c := range nCand {
-		if p.alive&(1<<c) != 0 {
-			best = min(best, p.score[c])
-		}
-	}
+	best := p.bestScore()
 	slack := p.scoreSlack()
 	var out uint8
 	for c := range nCand {
@@ -165,6 +160,17 @@ func (p *policy) plausible() uint8 {
 		}
 	}
 	return out
+}
+
+// bestScore returns the least score of the candidates not refuted.
+func (p *policy) bestScore() float64 {
+	best := math.Inf(1)
+	for c := range nCand {
+		if p.alive&(1<<c) != 0 {
+			best = min(best, p.score[c])
+		}
+	}
+	return best
 }
 
 // scoreSlack is how much more spending by others than the best candidate
