@@ -2,6 +2,7 @@ package pace
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,44 @@ func BenchmarkLedgerFull(b *testing.B) {
 	at := int64(0)
 	for b.Loop() {
 		at += 1000
+		l.addUpTo(at, 1, 1, maxSilentLedger)
+	}
+}
+
+// TestNthSmallest: nthSmallest finds what sorting finds, for every k, in
+// slices with repeats, runs in order and in reverse, and random ones.
+func TestNthSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		n := 1 + rng.IntN(200)
+		v := make([]int64, n)
+		for i := range v {
+			switch rng.IntN(4) {
+			case 0:
+				v[i] = int64(i) // ascending
+			case 1:
+				v[i] = int64(n - i) // descending
+			case 2:
+				v[i] = 7 // repeats
+			default:
+				v[i] = rng.Int64N(50)
+			}
+		}
+		sorted := slices.Sorted(slices.Values(v))
+		k := rng.IntN(n)
+		require.Equal(t, sorted[k], nthSmallest(slices.Clone(v), k), "k=%d of %v", k, v)
+	}
+}
+
+// BenchmarkLedgerFullJittered: BenchmarkLedgerFull with the gaps between
+// adds drawn at random, as a silent server's answers come (equal gaps are a
+// sort's best case).
+func BenchmarkLedgerFullJittered(b *testing.B) {
+	var l ledger
+	rng := rand.New(rand.NewPCG(1, 2))
+	at := int64(0)
+	for b.Loop() {
+		at += 1 + rng.Int64N(2000)
 		l.addUpTo(at, 1, 1, maxSilentLedger)
 	}
 }
