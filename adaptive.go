@@ -49,6 +49,7 @@ type lease struct {
 	// fast is the request's number in kw.fast when it went on credit
 	// (credit.go), 0 otherwise.
 	fast uint64
+	w    slot       // on credit, its place in its key's window (learncap.go)
 	slow *slowLease // nil on credit
 }
 
@@ -83,7 +84,7 @@ func (l *lease) caps() []int {
 // slot returns l's place in its key's window (learncap.go).
 func (l *lease) slot() slot {
 	if l.slow == nil {
-		return slot{}
+		return l.w
 	}
 	return l.slow.w
 }
@@ -494,6 +495,11 @@ func (p *pacer) observe(req *http.Request, l lease) (*http.Response, ratelimit.O
 	if l.fast != 0 && err == nil && resp.StatusCode < 400 && l.kw.fast.answered(l.fast, p.c.clock) {
 		// Sent on credit and admitted: booked later, its headers unread
 		// (credit.go). Anything else goes through the lease lent to it.
+		if l.w.n > 0 {
+			// It held a place in the key's window: an admission.
+			l.kw.windowAnswer(l.w, resp.StatusCode, false, false)
+			l.kw.finish(nil)
+		}
 		return resp, ratelimit.Observation{}, nil
 	}
 	now := p.c.clock.Now()

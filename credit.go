@@ -25,8 +25,11 @@ import (
 // given back) takes the slow path: its lease is lent in the state and
 // completed or cancelled as any other. Credit is only for the pacer's own
 // in-process store (a shared store's fleet must see every request), for
-// routes whose bucket an answer named (a server that sends no rate-limit
-// headers gets none), and for requests that no declared
+// routes whose bucket an answer placed (a server that sends no rate-limit
+// headers gets credit until it first refuses a request, and its requests
+// on credit take their places in the key's learnt window on requests in
+// flight, learncap.go, while it is at most half full), and for requests
+// that no declared
 // quota, cost or in-flight cap of the caller's governs and that no one
 // waits in line before; and it lapses creditTTL after it was counted (as a
 // request takes it, or an answer comes), so that an answer is read at
@@ -300,6 +303,9 @@ func (f *fastBook) count(s *pace.State, now time.Time, route, bucket string, mov
 func (f *fastBook) update(s *pace.State, now, upTo time.Time, cfg *pace.Config, route, bucket string, moved bool, op func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if s.Silent() {
+		upTo = time.Time{} // all, before the answer (pace.State.Silent)
+	}
 	f.bookUpTo(s, now, upTo, cfg)
 	op()
 	f.bookUpTo(s, now, time.Time{}, cfg)
@@ -328,11 +334,25 @@ func (p *pacer) holdFast(req *http.Request, key string) (l lease, at time.Time, 
 	if kw.queued.Load() != 0 {
 		return lease{}, time.Time{}, 0, false // in line behind others: wait with them
 	}
+	var w slot
+	if kw.windowed.Load() {
+		// A key whose answers name no quota keeps a window on its
+		// requests in flight (learncap.go): one on credit takes its
+		// place in it too, or waits for room on the slow path.
+		var room bool
+		if w, room = kw.enterWindowIfRoom(); !room {
+			return lease{}, time.Time{}, 0, false
+		}
+	}
 	n, route, at, since := kw.fast.take(req.Method, req.URL.Path, p.c.clock, &kw.dead)
 	if n == 0 {
+		if w.n > 0 {
+			kw.windowAnswer(w, 0, false, false) // its place back
+			kw.finish(nil)
+		}
 		return lease{}, time.Time{}, 0, false
 	}
-	return lease{kw: kw, fast: n, route: route}, at, since, true
+	return lease{kw: kw, fast: n, route: route, w: w}, at, since, true
 }
 
 // lent books l's key's requests sent on credit in s and returns the lease

@@ -254,3 +254,44 @@ func takeRoute(f *fastBook, route string, clk Clock) (uint64, string, time.Time,
 	method, path, _ := strings.Cut(route, " ")
 	return f.take(method, path, clk, new(atomic.Bool))
 }
+
+// TestCreditSilentBookedBeforeTheAnswer: on a key whose server sends no
+// rate-limit headers, every request sent on credit is booked before a slow
+// answer (a refusal) is taken in: the answered ones as admitted, the ones
+// still in flight as leases, so that the refusal is weighed after the
+// admissions that may have reached the server before it. Before, only those
+// answered before the refused request was sent were: the others went in
+// after the refusal, which the silent model had weighed without them.
+func TestCreditSilentBookedBeforeTheAnswer(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	clk := fakeclock.New(t0, false)
+	var cfg pace.Config
+	var s pace.State
+	var f fastBook
+	const route = "GET /items"
+	ok := pace.Answer{Obs: ratelimit.Observation{Status: http.StatusOK}}
+	d := s.Reserve(t0, pace.Request{Route: route}, &cfg)
+	f.update(&s, ms(10), d.Lease.At(), &cfg, route, "", false, func() { s.Complete(ms(10), d.Lease, ok, &cfg) })
+	require.True(t, s.Silent())
+	clk.Set(ms(20))
+	refusedSlow := s.Reserve(ms(20), pace.Request{Route: route}, &cfg) // the slow request, sent first
+	require.True(t, refusedSlow.OK)
+	var sent []uint64
+	for i := range 6 {
+		clk.Set(ms(21 + i))
+		n, _, _, _ := takeRoute(&f, route, clk)
+		require.NotZero(t, n, "a silent key that never refused goes on credit")
+		sent = append(sent, n)
+	}
+	clk.Set(ms(40))
+	for _, n := range sent[:3] {
+		require.True(t, f.answered(n, clk)) // after the slow request was sent
+	}
+	f.update(&s, ms(45), refusedSlow.Lease.At(), &cfg, route, "", false, func() {
+		require.Empty(t, f.recs, "every request on credit is booked before the answer")
+		require.Len(t, f.lent, 3, "those in flight as leases")
+		s.Complete(ms(45), refusedSlow.Lease, pace.Answer{Obs: ratelimit.Observation{Status: http.StatusTooManyRequests}}, &cfg)
+	})
+	require.Zero(t, s.Credit(ms(45), route), "refused: every answer is read from now on")
+}

@@ -143,6 +143,28 @@ func (kw *keyWaiters) enterWindow(count bool) slot {
 	return slot{n: c.inFlight, seq: c.granted}
 }
 
+// enterWindowIfRoom counts a request on credit in kw's window while the
+// window is at most half full with it, and returns its place; false
+// otherwise: the request takes the slow path, where the window binds
+// (requests there wait for room, and those sent with the window more than
+// half full grow it).
+func (kw *keyWaiters) enterWindowIfRoom() (slot, bool) {
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	c := kw.lc
+	if c == nil {
+		return slot{}, true
+	}
+	if 2*(c.inFlight+1) > c.window {
+		return slot{}, false
+	}
+	c.inFlight++
+	c.granted++
+	c.recent[c.granted%uint64(len(c.recent))] = int16(min(c.inFlight, math.MaxInt16))
+	kw.flying++
+	return slot{n: c.inFlight, seq: c.granted}, true
+}
+
 // windowStall is how long a request waits for a full window while no
 // answer comes before the window grows all the same: requests that stay
 // long in flight (long polls, slow reports) were taken by the server, and
@@ -190,6 +212,7 @@ func (kw *keyWaiters) windowAnswer(s slot, status int, named, retryAfter bool) (
 			c.window = 2
 		}
 		kw.lc = c
+		kw.windowed.Store(true)
 		return false
 	}
 	if s.n == 0 {
@@ -214,6 +237,7 @@ func (kw *keyWaiters) windowAnswer(s slot, status int, named, retryAfter bool) (
 // 429s are a rate's); kw.mu is held.
 func (kw *keyWaiters) dropWindow() {
 	kw.noWindow, kw.lc = true, nil
+	kw.windowed.Store(false)
 }
 
 // peak returns the most requests in flight while the request of slot s

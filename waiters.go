@@ -34,6 +34,9 @@ type keyWaiters struct {
 	// (learncap.go): nil until its first grant, and once noWindow.
 	lc       *learntCap
 	noWindow bool
+	// windowed reports lc != nil (set under mu, read without it): a
+	// request on credit takes its place in the window too (holdFast).
+	windowed atomic.Bool
 }
 
 // A waitLine is one line: whether a request has its turn (and its

@@ -64,19 +64,78 @@ func TestCredit(t *testing.T) {
 	require.Zero(t, s.Credit(ms(3000), req.Route), "a request goes first after a pause")
 }
 
-// TestCreditSilent: a server that sends no rate-limit headers is lent
-// nothing: its admissions are all the evidence it gives, weighed one by
-// one and in order at its first refusal (with credit, echo's limiter on
-// loopback refused 13% where it refused 11% without, over 20 runs each).
+// TestCreditSilent: a server that sends no rate-limit headers is lent as
+// much as a credit holds until it refuses a request, and nothing after (its
+// answers are evidence then, weighed one by one), nor while a restart caps
+// the requests in flight.
 func TestCreditSilent(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 	req := Request{Route: "GET /items"}
 	var cfg Config
 	var s State
+	require.Zero(t, s.Credit(t0, req.Route), "not answered yet")
 	d := s.Reserve(t0, req, &cfg)
 	s.Complete(ms(10), d.Lease, Answer{Obs: ratelimit.Observation{Status: http.StatusOK}}, &cfg)
-	require.Zero(t, s.Credit(ms(10), req.Route))
+	require.True(t, s.Silent())
+	require.Equal(t, int64(maxCredit), s.Credit(ms(10), req.Route))
+	d = s.Reserve(ms(20), req, &cfg)
+	s.Complete(ms(30), d.Lease, Answer{Obs: ratelimit.Observation{Status: http.StatusTooManyRequests}}, &cfg)
+	require.Zero(t, s.Credit(ms(30), req.Route), "refused once: every answer is weighed")
+
+	var r State
+	r.k.answered, r.k.silent.slow = true, 1
+	require.Zero(t, r.Credit(ms(30), req.Route), "restarted: the requests in flight are capped")
+}
+
+// TestCreditSilentBooksAsComplete: requests sent on credit to a server
+// that sends no rate-limit headers, booked in a batch (Spent), leave the
+// key deciding what it decides when each was reserved and completed in
+// turn: after the server's first refusal, and at every instant of the
+// search that follows, both states take the same decisions.
+func TestCreditSilentBooksAsComplete(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	req := Request{Route: "GET /items"}
+	ok := Answer{Obs: ratelimit.Observation{Status: http.StatusOK}}
+	refused := Answer{Obs: ratelimit.Observation{Status: http.StatusTooManyRequests}}
+	var cfg Config
+	var each, batch State
+	for _, s := range []*State{&each, &batch} {
+		d := s.Reserve(t0, req, &cfg)
+		s.Complete(ms(20), d.Lease, ok, &cfg)
+	}
+	// 30 requests, one every 10 ms, each answered 20 to 26 ms later.
+	origin := ms(20)
+	var spans []Span
+	for i := range 30 {
+		sent, recv := ms(30+10*i), ms(50+10*i+i%7)
+		d := each.Reserve(sent, req, &cfg)
+		require.True(t, d.OK)
+		each.Complete(recv, d.Lease, ok, &cfg)
+		spans = append(spans, Span{Sent: sent.Sub(origin), Recv: recv.Sub(origin)})
+	}
+	require.Equal(t, int64(maxCredit), batch.Credit(origin, req.Route))
+	batch.Spent(req.Route, origin, spans, &cfg)
+	for _, s := range []*State{&each, &batch} {
+		d := s.Reserve(ms(340), req, &cfg)
+		require.True(t, d.OK)
+		s.Complete(ms(360), d.Lease, refused, &cfg)
+	}
+	for at := 360; at < 5000; at += 5 {
+		de, db := each.Reserve(ms(at), req, &cfg), batch.Reserve(ms(at), req, &cfg)
+		require.Equal(t, de.OK, db.OK, "at %d ms", at)
+		if !de.OK {
+			require.Equal(t, de.At, db.At, "at %d ms", at)
+			continue
+		}
+		a := ok
+		if at%40 == 0 {
+			a = refused
+		}
+		each.Complete(ms(at+20), de.Lease, a, &cfg)
+		batch.Complete(ms(at+20), db.Lease, a, &cfg)
+	}
 }
 
 // openAIAnswer is a 200 with OpenAI's headers: a requests quota and a

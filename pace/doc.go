@@ -168,13 +168,16 @@
 // requests on a route every explanation admits whatever happens next (half
 // of what the newest answers, or the candidates, leave, while the client
 // spends at most a quarter of the quota in its window: nearer a limit, the
-// answers tell where a window ends; nothing on a server that sends no
-// headers, whose admissions are its evidence), and a
+// answers tell where a window ends; on a server that sends no headers, as
+// much as a credit holds until its first refusal, and nothing after, when
+// its admissions are its evidence), and a
 // caller sends that many without asking the State, reading none of their
 // answers but their statuses. It books them later, in a batch, under the
 // store's lock and before the State decides again: those answered (under
 // 400) with Spent, those still in flight with Lend, whose lease is then
-// completed or cancelled as any other. A credit is counted again at each
+// completed or cancelled as any other (on a Silent key, all of them before
+// any answer is taken in: its evidence is weighed in the order it reached
+// the server). A credit is counted again at each
 // Reserve and Complete:
 //
 //	n := st.Credit(now, route) // after a Reserve or Complete
