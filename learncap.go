@@ -132,10 +132,16 @@ func (kw *keyWaiters) enterWindow(count bool) slot {
 	}
 	kw.mu.Lock()
 	defer kw.mu.Unlock()
-	c := kw.lc
-	if c == nil {
+	if kw.lc == nil {
 		return slot{}
 	}
+	return kw.countInWindow()
+}
+
+// countInWindow counts a request in kw's window (kw.lc, not nil) and
+// returns its place; kw.mu is held.
+func (kw *keyWaiters) countInWindow() slot {
+	c := kw.lc
 	c.inFlight++
 	c.granted++
 	c.recent[c.granted%uint64(len(c.recent))] = int16(min(c.inFlight, math.MaxInt16))
@@ -158,11 +164,7 @@ func (kw *keyWaiters) enterWindowIfRoom() (slot, bool) {
 	if 2*(c.inFlight+1) > c.window {
 		return slot{}, false
 	}
-	c.inFlight++
-	c.granted++
-	c.recent[c.granted%uint64(len(c.recent))] = int16(min(c.inFlight, math.MaxInt16))
-	kw.flying++
-	return slot{n: c.inFlight, seq: c.granted}, true
+	return kw.countInWindow(), true
 }
 
 // windowStall is how long a request waits for a full window while no
