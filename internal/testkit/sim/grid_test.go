@@ -25,6 +25,8 @@ import (
 var (
 	gridMode  = flag.String("sim.grid", "default", "the cells TestGrid runs: default (a representative subset) or full")
 	gridTable = flag.String("sim.table", "", "write the markdown table of the cells TestGrid ran to this file")
+	gridSeed  = flag.Uint64("sim.seed", 0, "salt every cell's seed with this (0: each cell's own, for which known lists its figures); "+
+		"with a salt TestGrid logs the targets and known figures missed instead of failing, so that two builds can be compared over several seeds")
 )
 
 // gridAlg is an algorithm of the grid: ratelimittest's six, and the fixed
@@ -185,10 +187,21 @@ func patient(s *Scenario) {
 	}
 }
 
-// seedOf gives each cell its own seed, the same in every run.
+// seedOf gives each cell its own seed, the same in every run, salted by
+// -sim.seed when it is not 0.
+//
+// The cells without headers are chaotic: a change to how a key's window on
+// requests in flight grows moved 138 of them (34 beyond known's
+// tolerances) while, over five other seeds, their refusals moved by 1% and
+// their walls by 1%. Such a change is judged by the grid's figures summed
+// over several salts, in both builds (-sim.seed 1, 2, ... with -sim.table),
+// rather than by known alone.
 func seedOf(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
+	if *gridSeed != 0 {
+		fmt.Fprintf(h, "/%d", *gridSeed)
+	}
 	return h.Sum64()
 }
 
@@ -359,6 +372,21 @@ func TestGridSubset(t *testing.T) {
 	t.Logf("%d cells, %d in the default subset", len(all), subset)
 }
 
+// TestSeedOf: a cell's seed is its own, the same in every run, and
+// -sim.seed salts every one of them.
+func TestSeedOf(t *testing.T) {
+	defer func(salt uint64) { *gridSeed = salt }(*gridSeed)
+	*gridSeed = 0
+	a, b := seedOf("token-bucket/ietf/50ps/rtt20±50%/w16"), seedOf("gcra/ietf/50ps/rtt20±50%/w16")
+	require.NotEqual(t, a, b)
+	require.Equal(t, a, seedOf("token-bucket/ietf/50ps/rtt20±50%/w16"))
+	*gridSeed = 1
+	a1 := seedOf("token-bucket/ietf/50ps/rtt20±50%/w16")
+	require.NotEqual(t, a, a1)
+	*gridSeed = 2
+	require.NotEqual(t, a1, seedOf("token-bucket/ietf/50ps/rtt20±50%/w16"))
+}
+
 // TestGrid runs the grid (the default subset, or every cell with
 // -sim.grid=full) and asserts each cell's target: with headers at most 1%
 // of the attempts refused and a wall time at most 1.05x the ideal, without
@@ -368,7 +396,8 @@ func TestGridSubset(t *testing.T) {
 // tolFailed); one that now meets its target is reported, so that its entry
 // can go.
 // -sim.table FILE writes the table of the cells run; -sim.only NAME runs the
-// cells whose name contains NAME.
+// cells whose name contains NAME; -sim.seed N runs every cell on another
+// seed (see seedOf), and only reports what it misses.
 func TestGrid(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the grid costs many times its CPU under the race detector; .ci/run runs it without -race")
@@ -424,14 +453,18 @@ func checkCell(t *testing.T, c cell, r Result) {
 	share, x := r.ThrottledShare(), r.Slowdown()
 	t.Logf("%s (target %s; foreign %d, %d refused)", r, tg, r.ForeignAttempts, r.ForeignThrottled)
 	k, isKnown := known[c.name]
+	fail := t.Errorf
+	if *gridSeed != 0 {
+		fail = t.Logf // known's figures are for the cells' own seeds
+	}
 	switch {
 	case tg.met(r) && isKnown:
 		t.Logf("%s meets its target now (%.1f%% refused, %.2fx): remove it from known", c.name, 100*share, x)
 	case tg.met(r):
 	case !isKnown:
-		t.Errorf("%s misses its target %s: %.1f%% refused, %.2fx, %d failed%s", c.name, tg, 100*share, x, r.Failed, firstError(r))
+		fail("%s misses its target %s: %.1f%% refused, %.2fx, %d failed%s", c.name, tg, 100*share, x, r.Failed, firstError(r))
 	case k.worse(r, tg):
-		t.Errorf("%s is worse than known (%.1f%% refused, %.2fx, %d failed; %s): %.1f%% refused, %.2fx, %d failed%s",
+		fail("%s is worse than known (%.1f%% refused, %.2fx, %d failed; %s): %.1f%% refused, %.2fx, %d failed%s",
 			c.name, 100*k.refused, k.x, k.failed, k.why, 100*share, x, r.Failed, firstError(r))
 	}
 }
