@@ -127,9 +127,13 @@
 //
 // When every candidate is refuted, the evidence is first taken to have
 // misled (the first burst's arrivals are estimated half way through round
-// trips that may include setting up connections): it is forgotten, and
-// the search starts again from the next refusal, the requests in flight
-// capped meanwhile at one and one more per admission (TCP's slow start).
+// trips that may include setting up connections, and in what order a
+// server took a burst's last admission and first refusal, estimated
+// within a margin of each other, is not known): the bounds it proved are
+// forgotten, and the search starts again from the next refusal, which
+// weighs the arrivals the server still counts as the first refusal did,
+// the requests in flight capped meanwhile at one and one more per
+// admission (TCP's slow start).
 // When it happens again (another client's spending, a server none
 // describes), the envelope takes over: the sliding
 // logs' proven limits all hold together (as the envelope of a token

@@ -33,8 +33,9 @@ import (
 // refusal refutes every candidate that allowed it, an admission every one
 // that did not. A few refusals find the server among them all.
 //
-// When every candidate is refuted, the evidence is forgotten once and the
-// search starts again (slow-starting the requests in flight); the second
+// When every candidate is refuted, the bounds are forgotten once and the
+// search starts again from the next refusal, which weighs the arrivals
+// kept (slow-starting the requests in flight); the second
 // time (another client's spending, a server none describes), the envelope
 // takes over: the windows' proven limits all hold
 // together, each window once the ledger spans twice it, and a refusal
@@ -559,12 +560,16 @@ func (a *silent) refute(k *keyState) {
 		// No one algorithm explains what the server said. The first
 		// time, the evidence is taken to have misled (the first burst's
 		// arrivals, estimated half way through round trips that include
-		// setting up connections, say): it is forgotten, and the search
-		// starts again from the next refusal.
+		// setting up connections, say): the bounds are forgotten, and
+		// the search starts again from the next refusal, which weighs
+		// the arrivals again as the first refusal did. They are kept:
+		// the server still counts them, and without them that refusal
+		// found nothing counted before it and refuted every candidate
+		// (a limit below one is none), and the envelope took over.
 		// Until then the requests in flight are capped, one at first
 		// and one more per admission (TCP's slow start), so that the
 		// requests held back meanwhile do not go all at once.
-		*a = silent{restarted: true, slow: 1, tokens: a.tokens, earned: a.earned}
+		*a = silent{restarted: true, slow: 1, tokens: a.tokens, earned: a.earned, own: a.own, ref: a.ref}
 		return
 	}
 	if a.alive.empty() {
