@@ -297,8 +297,8 @@ func (a *silent) answered(k *keyState, ans *answer) {
 		}
 		a.endProbe(k, ans.at)
 	}
-	// In the order they arrived; of arrivals estimated at one instant,
-	// the admitted ones first: the server's order among them is not
+	// In the order they arrived; of arrivals estimated within silentTie
+	// of each other, the admitted ones first: the server's order among them is not
 	// known, and a limiter that refused one of them admitted no other
 	// after it (weighed the other way, a refusal bounds a bucket's
 	// capacity below what the admissions after it prove, and refutes
