@@ -218,6 +218,21 @@ func TestSilentRefusedNothingProven(t *testing.T) {
 	require.True(t, a.hold(&k, refused+silentSpread).ok, "one goes once silentSpread has passed")
 }
 
+// loopbackStart is the instant loopbackKey's answers are counted from.
+const loopbackStart = int64(time.Second)
+
+// loopbackKey returns a key whose round trips are loopback's (0.2 ms), and
+// reply, which gives its silent model the answer to a request that
+// arrived d after loopbackStart, admitted or refused.
+func loopbackKey() (k *keyState, reply func(d time.Duration, refused bool)) {
+	k = new(keyState)
+	k.observeRTT(int64(200 * time.Microsecond))
+	return k, func(d time.Duration, refused bool) {
+		at := loopbackStart + int64(d)
+		k.silent.answered(k, &answer{l: &lease{}, at: at, sent: at - int64(100*time.Microsecond), recv: at + int64(100*time.Microsecond), refused: refused, k: k})
+	}
+}
+
 // TestSilentRestartKeepsArrivals: once every candidate is refuted, the
 // search starts again from the next refusal, weighing the arrivals the
 // server still counts. A restart forgot them: the next refusal, with
@@ -230,14 +245,8 @@ func TestSilentRefusedNothingProven(t *testing.T) {
 // envelope, and it paced faster than the server: 51 and 77 refused in two
 // runs of 179, where 5 to 16 is usual.
 func TestSilentRestartKeepsArrivals(t *testing.T) {
-	var k keyState
-	k.observeRTT(int64(200 * time.Microsecond))
+	k, reply := loopbackKey()
 	a := &k.silent
-	at := int64(time.Second)
-	reply := func(d time.Duration, refused bool) {
-		when := at + int64(d)
-		a.answered(&k, &answer{l: &lease{}, at: when, sent: when - int64(100*time.Microsecond), recv: when + int64(100*time.Microsecond), refused: refused, k: &k})
-	}
 	// The first burst: 25 admitted within 3 ms, then refused.
 	for i := range 25 {
 		reply(time.Duration(i)*120*time.Microsecond, false)
@@ -253,7 +262,7 @@ func TestSilentRestartKeepsArrivals(t *testing.T) {
 	reply(50*time.Millisecond, false)
 	reply(50*time.Millisecond+400*time.Microsecond, false)
 	a.alive = candSet{}
-	a.refute(&k)
+	a.refute(k)
 	require.True(t, a.restarted)
 	require.False(t, a.envelope)
 	// ...from the next refusal, with the bucket still spent: the
@@ -276,15 +285,9 @@ func TestSilentRestartKeepsArrivals(t *testing.T) {
 // weighed first, whichever answer came back first.
 func TestSilentBurstEdge(t *testing.T) {
 	for _, admissionFirst := range []bool{false, true} {
-		var k keyState
-		k.observeRTT(int64(200 * time.Microsecond))
+		k, reply := loopbackKey()
 		a := &k.silent
-		at := int64(time.Second)
-		k.leases = []lease{{at: at}} // in flight from before: holds the evidence back
-		reply := func(d time.Duration, refused bool) {
-			when := at + int64(d)
-			a.answered(&k, &answer{l: &lease{}, at: when, sent: when - int64(100*time.Microsecond), recv: when + int64(100*time.Microsecond), refused: refused, k: &k})
-		}
+		k.leases = []lease{{at: loopbackStart}} // in flight from before: holds the evidence back
 		for i := range 24 {
 			reply(time.Duration(i)*120*time.Microsecond, false)
 		}
