@@ -113,7 +113,10 @@
 // Nothing is held back until the first refusal (the arrivals are only
 // kept, and weighed then). After it a request goes when every surviving
 // candidate, at the limit it has proven, admits it. Where they disagree by
-// more than the arrivals' margin, bursts of probes test them: the first at
+// more than the arrivals' margin (by 10 ms for a request, or by what adds
+// up to that over the requests since they last agreed: a bucket of half
+// a fast server's rate holds each request back a few milliseconds only),
+// bursts of probes test them: the first at
 // 100 ms after the last admission, each after a refused one twice as far
 // from the search's start (so a few refusals pass many candidates and the
 // wait at most doubles), at the latest instant a candidate allows within

@@ -26,7 +26,12 @@ var ErrBadState = errors.New("pace: unreadable state")
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB4
+const stateFormat = 0xB5
+
+// stateFormatB4 is the format before the silent model kept how long its
+// most cautious candidate held requests back (silent.lost). It is still
+// read; that starts at zero.
+const stateFormatB4 = 0xB4
 
 // stateFormatB3 is the format before a policy kept when its newest window
 // opened (anchorAt). It is still read; that instant starts unknown.
@@ -389,6 +394,7 @@ func (e *encoder) silent(a *silent) {
 	e.bool(a.envelope)
 	e.bool(a.restarted)
 	e.i(a.slow)
+	e.i(a.lost)
 	e.n(len(a.pend))
 	var at int64
 	for _, p := range a.pend {
@@ -413,6 +419,7 @@ type decoder struct {
 	ns   int
 	b2   bool // the layout is stateFormatB2's
 	b3   bool // the layout is stateFormatB3's or older: no policy.anchorAt
+	b4   bool // the layout is stateFormatB4's or older: no silent.lost
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -421,10 +428,10 @@ func decodeState(data []byte) (keyState, error) {
 	switch {
 	case len(data) == 0:
 		return k, fmt.Errorf("%w: empty", ErrBadState)
-	case data[0] != stateFormat && data[0] != stateFormatB3 && data[0] != stateFormatB2:
+	case data[0] != stateFormat && data[0] != stateFormatB4 && data[0] != stateFormatB3 && data[0] != stateFormatB2:
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
-	d := decoder{b: data[1:], b2: data[0] == stateFormatB2, b3: data[0] != stateFormat}
+	d := decoder{b: data[1:], b2: data[0] == stateFormatB2, b3: data[0] == stateFormatB3 || data[0] == stateFormatB2, b4: data[0] != stateFormat}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -825,6 +832,9 @@ func (d *decoder) silent(a *silent) {
 	a.envelope = d.bool()
 	a.restarted = d.bool()
 	a.slow = d.i()
+	if !d.b4 {
+		a.lost = d.i() // used clamped (see disagree)
+	}
 	if n := d.count(minPending); n > 0 {
 		a.pend = make([]pendingAnswer, n)
 		var at int64

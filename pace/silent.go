@@ -27,11 +27,13 @@ import (
 //
 // Nothing is held back until the first refusal. Then a request goes when
 // every surviving candidate, at the limit it has proven, admits it. Where
-// they disagree by more than minProbeGain, one request at a time probes:
-// at the latest instant that one of them allows no further ahead than the
-// time already spent learning (so that the wait at most doubles it), a
-// refusal refutes every candidate that allowed it, an admission every one
-// that did not. A few refusals find the server among them all.
+// they disagree by more than silentSpread for a request, or by that much
+// over the requests since they last agreed (see disagree), probes test
+// them, one request at a time: at the latest instant that one of them
+// allows no further ahead than the time already spent learning (so that
+// the wait at most doubles it), a refusal refutes every candidate that
+// allowed it, an admission every one that did not. A few refusals find the
+// server among them all.
 //
 // When every candidate is refuted, the bounds are forgotten once and the
 // search starts again from the next refusal, which weighs the arrivals
@@ -87,6 +89,10 @@ type silent struct {
 	// Pend are the answers whose evidence waits, in the order they
 	// arrived (see settle).
 	pend []pendingAnswer
+	// Lost is how long the requests since the candidates last agreed
+	// were held back by the most cautious one, each by less than
+	// silentSpread (see disagree).
+	lost int64
 }
 
 // silentCand holds what the silent model knows of each candidate once a
@@ -401,6 +407,31 @@ func (a *silent) endProbe(k *keyState, at int64) {
 	}
 	a.admitted = !a.probeRefused
 	a.probe, a.probeRefused = 0, false
+}
+
+// disagree reports whether the candidates, whose instants for a request
+// are d apart, disagree enough to be tested (m is the arrivals' margin):
+// by silentSpread for one request, or, for a server faster than one
+// request a silentSpread, by that much lost over the requests that went
+// since they last agreed (a bucket of 100/s against one of 200/s holds
+// each request back 5 ms, and halves the rate for as long as it rules).
+// Closer than m, a probe cannot tell them apart.
+func (a *silent) disagree(d, m int64) bool {
+	switch {
+	case d >= max(silentSpread, m):
+		return true
+	case d <= m:
+		a.lost = 0
+		return false
+	case a.probe != 0:
+		return true // a burst of probes is on
+	}
+	a.lost = max(a.lost, 0) + d
+	if a.lost < silentSpread {
+		return false
+	}
+	a.lost = 0
+	return true
 }
 
 // silentProbeMax bounds a burst of probes: enough to refute at once a
@@ -799,7 +830,7 @@ func (a *silent) hold(k *keyState, t int64) silentHold {
 			}
 		}
 		a.probeLeft = 0 // a burst begun before the envelope took over ends
-	} else if soonest := slices.Min(at[:n]); latest-max(soonest, t) >= max(silentSpread, m) {
+	} else if soonest := slices.Min(at[:n]); a.disagree(latest-max(soonest, t), m) {
 		// The candidates disagree, by more than the arrivals'
 		// margin (a probe closer to the cautious one's instant than
 		// that would refute nothing): a burst of probes at a time tests

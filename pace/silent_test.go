@@ -68,6 +68,31 @@ func TestSilentIdentifies(t *testing.T) {
 	}
 }
 
+// TestSilentFastServer: 4 workers on a round trip of 0.2 ms (loopback)
+// against a token bucket of 500 a second that says nothing but admitted
+// or refused. A bucket of 200/s survives the first burst as well as the
+// server's, and holds each request back 3 ms where the server's would not:
+// less than silentSpread, so that no probe tested it and it paced at
+// 200/s for good (at 200/s, echo's limiter on loopback was paced at 100/s
+// in two runs of three, by a bucket of 100/s or a sliding counter of a
+// second). What the cautious candidate costs, request after request, now
+// adds up to a probe.
+func TestSilentFastServer(t *testing.T) {
+	for _, burst := range []int{10, 250} {
+		t.Run(fmt.Sprint("burst ", burst), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts:    silentServer(ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: 500, Window: time.Second, Burst: burst}),
+				workers: 4, latency: 200 * time.Microsecond, span: 6 * time.Second, start: t0.Add(ms(370)),
+			})
+			a := &e.st.k.silent
+			n := float64(e.sentIn(sec(2), sec(6))) / 4
+			t.Logf("%d sends, %d refused (%d probes); %.1f/s from 2s; envelope %v, left %v", len(e.sends), len(e.refused), e.probes, n, a.envelope, survivors(a))
+			require.LessOrEqual(t, len(e.refused), 10, "refused")
+			require.GreaterOrEqualf(t, n, 0.95*500, "%.1f/s from 2s to 6s", n)
+		})
+	}
+}
+
 // TestSilentSimultaneousAnswers: 16 workers against a token bucket of 50
 // a second and a burst of 50 that says nothing but admitted or refused,
 // with one round trip for all (so that many requests are estimated to
