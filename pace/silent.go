@@ -412,10 +412,13 @@ func (a *silent) endProbe(k *keyState, at int64) {
 // disagree reports whether the candidates, whose instants for a request
 // are d apart, disagree enough to be tested (m is the arrivals' margin):
 // by silentSpread for one request, or, for a server faster than one
-// request a silentSpread, by that much lost over the requests that went
-// since they last agreed (a bucket of 100/s against one of 200/s holds
-// each request back 5 ms, and halves the rate for as long as it rules).
-// Closer than m, a probe cannot tell them apart.
+// request a silentSpread, by that much over the holds told since they
+// last agreed (a bucket of 100/s against one of 200/s holds each request
+// back 5 ms, and halves the rate for as long as it rules). The sum counts
+// each time a request asks, not each request: one that asks again while
+// it waits (an answer came) counts twice, and the probe comes sooner,
+// within the probes' budget. Closer than m, a probe cannot tell them
+// apart.
 func (a *silent) disagree(d, m int64) bool {
 	switch {
 	case d >= max(silentSpread, m):
