@@ -526,19 +526,29 @@ func TestDecodeFormatB2(t *testing.T) {
 // is of the current format, one field longer, and decodes to the same
 // state.
 func TestDecodeFormatB4(t *testing.T) {
-	b, err := os.ReadFile("testdata/silent-b4.state")
+	decodeOlder(t, "testdata/silent-b4.state", stateFormatB4, 1, func(st *State) {
+		a := &st.k.silent
+		require.True(t, a.on)
+		require.Contains(t, fmt.Sprint(survivors(a)), "bucket of 200/s")
+		require.Zero(t, a.lost)
+	})
+}
+
+// decodeOlder decodes the state of an older format in file, checks it, and
+// encodes it again: of the current format, with more fields (each zero, a
+// byte), it decodes to the same state.
+func decodeOlder(t *testing.T, file string, format byte, more int, check func(*State)) {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	require.NoError(t, err)
-	require.Equal(t, byte(stateFormatB4), b[0])
+	require.Equal(t, format, b[0])
 	var st State
 	require.NoError(t, st.UnmarshalBinary(b))
-	a := &st.k.silent
-	require.True(t, a.on)
-	require.Contains(t, fmt.Sprint(survivors(a)), "bucket of 200/s")
-	require.Zero(t, a.lost)
+	check(&st)
 	again, err := st.MarshalBinary()
 	require.NoError(t, err)
 	require.Equal(t, byte(stateFormat), again[0])
-	require.Len(t, again, len(b)+1, "one more field, zero")
+	require.Len(t, again, len(b)+more, "the fields added since, zero")
 	var st2 State
 	require.NoError(t, st2.UnmarshalBinary(again))
 	require.Equal(t, st.k, st2.k)
@@ -550,21 +560,12 @@ func TestDecodeFormatB4(t *testing.T) {
 // X-RateLimit headers) decodes, with that instant unknown; encoded again,
 // it is of the current format and decodes to the same state.
 func TestDecodeFormatB3(t *testing.T) {
-	b, err := os.ReadFile("testdata/policy-b3.state")
-	require.NoError(t, err)
-	require.Equal(t, byte(stateFormatB3), b[0])
-	var st State
-	require.NoError(t, st.UnmarshalBinary(b))
-	require.Len(t, st.k.policies, 1)
-	p := &st.k.policies[0]
-	require.EqualValues(t, 50, p.limit)
-	require.True(t, p.win[cAnchored].known())
-	require.Zero(t, p.anchorAt)
-	again, err := st.MarshalBinary()
-	require.NoError(t, err)
-	require.Equal(t, byte(stateFormat), again[0])
-	require.Len(t, again, len(b)+2, "two more fields (policy.anchorAt, silent.lost), zero")
-	var st2 State
-	require.NoError(t, st2.UnmarshalBinary(again))
-	require.Equal(t, st.k, st2.k)
+	// Two fields more: policy.anchorAt and silent.lost.
+	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 2, func(st *State) {
+		require.Len(t, st.k.policies, 1)
+		p := &st.k.policies[0]
+		require.EqualValues(t, 50, p.limit)
+		require.True(t, p.win[cAnchored].known())
+		require.Zero(t, p.anchorAt)
+	})
 }
