@@ -833,7 +833,7 @@ func (d *decoder) silent(a *silent) {
 	a.restarted = d.bool()
 	a.slow = d.i()
 	if !d.b4 {
-		a.lost = d.i() // used clamped (see disagree)
+		a.lost = d.i() // a negative sum counts as zero (see disagree)
 	}
 	if n := d.count(minPending); n > 0 {
 		a.pend = make([]pendingAnswer, n)

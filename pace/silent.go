@@ -89,9 +89,9 @@ type silent struct {
 	// Pend are the answers whose evidence waits, in the order they
 	// arrived (see settle).
 	pend []pendingAnswer
-	// Lost is how long the requests since the candidates last agreed
-	// were held back by the most cautious one, each by less than
-	// silentSpread (see disagree).
+	// Lost sums the holds by the most cautious candidate, each shorter
+	// than silentSpread, told since the candidates last agreed (see
+	// disagree).
 	lost int64
 }
 
