@@ -20,7 +20,7 @@ var ErrBadState = errors.New("pace: unreadable state")
 // stateFormat is the first byte of MarshalBinary's output: which layout
 // follows. It is not ASCII, nor a byte that can start a UTF-8 character,
 // so that an encoded state is never taken for text (JSON, say). Any change
-// to the layout below takes the next value (0xB4, ...); UnmarshalBinary
+// to the layout below takes the next value (0xB6, ...); UnmarshalBinary
 // answers a format it does not know with ErrBadState, and the stores then
 // start the key afresh.
 //
@@ -60,9 +60,9 @@ const maxStrings = 32
 // rate-limit headers (bucket and policy names, units), and pace's own
 // reasons for a pause.
 //
-// # Layout (format 0xB4)
+// # Layout (format 0xB5)
 //
-// One byte, 0xB4, then the fields of the state in the order of their
+// One byte, 0xB5, then the fields of the state in the order of their
 // declaration, nothing between them, nothing after them:
 //
 //   - unsigned integers as uvarints (encoding/binary), signed ones as
