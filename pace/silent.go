@@ -86,13 +86,13 @@ type silent struct {
 	// Slow caps the requests in flight before the first refusal after a
 	// restart (0: no cap).
 	slow int64
-	// Pend are the answers whose evidence waits, in the order they
-	// arrived (see settle).
-	pend []pendingAnswer
 	// Lost sums the holds by the most cautious candidate, each shorter
 	// than silentSpread, told since the candidates last agreed (see
 	// disagree).
 	lost int64
+	// Pend are the answers whose evidence waits, in the order they
+	// arrived (see settle).
+	pend []pendingAnswer
 }
 
 // silentCand holds what the silent model knows of each candidate once a
