@@ -399,21 +399,49 @@ func (p *policy) rate(v view) float64 {
 const minProbeRate = 1.0 / 60
 
 // avail returns how many units candidate c says are free at t, for a
-// request arriving then, given inflight units of the client's still in
-// flight.
-func (p *policy) avail(c candidate, t int64, inflight int64, v view) float64 {
-	return float64(p.limit) - p.counted(c, t, v) - float64(inflight)
+// request arriving then, given the client's units still in flight (fl).
+func (p *policy) avail(c candidate, t int64, fl flight, v view) float64 {
+	if c == cBucket {
+		return p.bucketAvail(t, fl, p.rate(v))
+	}
+	return float64(p.limit) - p.counted(c, t, v) - float64(fl.n)
+}
+
+// flight is what a decision knows of the client's units in flight: how
+// many (less those answers showed counted), and the latest instant they
+// are taken to reach the server (never: unknown).
+type flight struct {
+	n, end int64
+}
+
+// bucketAvail is avail for the bucket at rate r: its level at t, less the
+// units in flight. They are taken to reach the server at fl.end, all of
+// them (the latest any may, which lets the least through), and the bucket
+// refills after them as after any other unit: a bucket's capacity bounds
+// its level, not how many requests may be on their way to it. (Taking them
+// off the level at t, capped by the capacity, held a bucket of one to a
+// request per round trip, however fast it refills.)
+func (p *policy) bucketAvail(t int64, fl flight, r float64) float64 {
+	lvl := p.bucketLevel(t, r) - float64(fl.n)
+	if end := max(fl.end, p.bAt); fl.n > 0 && t > end && r > 0 {
+		lvl = min(float64(p.limit), p.bucketLevel(end, r)-float64(fl.n)+r*float64(t-end)/1e9)
+	}
+	return lvl
 }
 
 // when returns the earliest instant, at or after from, at which candidate c
-// says need units are free for a request arriving then, with inflight units
-// in flight; never if it says they will not be (until an answer says
-// more).
-func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
+// says need units are free for a request arriving then, with the client's
+// units fl in flight; never if it says they will not be (until an answer
+// says more).
+func (p *policy) when(c candidate, from, need int64, fl flight, v view) int64 {
 	room := float64(need)
-	if p.avail(c, from, inflight, v) >= room {
+	if p.avail(c, from, fl, v) >= room {
 		return from
 	}
+	if c == cBucket {
+		return p.bucketWhen(from, room, fl, p.rate(v))
+	}
+	inflight := fl.n
 	if float64(p.limit-inflight) < room {
 		return never
 	}
@@ -425,7 +453,7 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 		end := p.windowEnd(c, v)
 		per := p.periodFor(v)
 		for range 4 {
-			if end >= from && p.avail(c, end, inflight, v) >= room {
+			if end >= from && p.avail(c, end, fl, v) >= room {
 				return end
 			}
 			if per <= 0 {
@@ -436,7 +464,7 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 				// count one by one (see windowCounted).
 				var none ledger
 				t := afterBoth(&p.own, &none, max(from, end), per, p.limit-inflight-need)
-				if t = max(t, end, from); t < end+per && p.avail(c, t, inflight, v) >= room {
+				if t = max(t, end, from); t < end+per && p.avail(c, t, fl, v) >= room {
 					return t
 				}
 			}
@@ -455,17 +483,31 @@ func (p *policy) when(c candidate, from, need, inflight int64, v view) int64 {
 		return afterBoth(&p.own, &p.logF, from, w, keep)
 	case cCounter:
 		return p.counterWhen(from, room+float64(inflight), cautious)
-	case cBucket:
-		r := p.rate(v)
-		if r <= 0 {
-			return never
-		}
-		// min(C, lvl + r dt) >= need + inflight
-		short := room + float64(inflight) - p.bLevel
-		t := p.bAt + int64(math.Ceil(short/r*1e9))
-		return max(t, from)
 	}
 	return never
+}
+
+// bucketWhen is when for the bucket at rate r (see bucketAvail): the
+// earliest instant from on at which room units are free.
+func (p *policy) bucketWhen(from int64, room float64, fl flight, r float64) int64 {
+	if r <= 0 {
+		return never
+	}
+	n, limit := float64(fl.n), float64(p.limit)
+	end := max(fl.end, p.bAt)
+	if limit-n >= room {
+		// Before the units in flight arrive: min(C, lvl + r dt) - n >= room.
+		t := p.bAt + int64(math.Ceil((room+n-p.bLevel)/r*1e9))
+		if fl.n == 0 || t <= end {
+			return max(t, from)
+		}
+	}
+	if fl.n == 0 || limit < room || end == never {
+		return never
+	}
+	// After: the level at end, less them, refilled.
+	t := end + int64(math.Ceil((room-(p.bucketLevel(end, r)-n))/r*1e9))
+	return max(t, from)
 }
 
 // counterWhen solves the counter's count for the instant at or after from

@@ -63,7 +63,8 @@ func (s *State) Credit(now time.Time, route string) int64 {
 			// does not say: each answer of it is read.
 			return 0
 		}
-		inflight := k.inflight(p)
+		fl := k.flight(p)
+		inflight := fl.n
 		// Ample: the client spends at most a quarter of the quota in its
 		// longest window. A client that uses more is near a limit, where
 		// the answers it would not read tell where a window ends or how
@@ -84,7 +85,7 @@ func (s *State) Credit(now time.Time, route string) int64 {
 			least := math.Inf(1)
 			for c := range nCand {
 				if pl&(1<<c) != 0 {
-					least = min(least, p.avail(candidate(c), arrive, inflight, cautious))
+					least = min(least, p.avail(candidate(c), arrive, fl, cautious))
 				}
 			}
 			if !math.IsInf(least, 1) {

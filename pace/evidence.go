@@ -486,10 +486,16 @@ func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 	// The level now, at least (the client's requests in flight may have
 	// been counted already), and at each anchor, at most.
 	now := lo + p.ownCum
+	noise := p.rateNoise()
 	for _, an := range p.anchors {
 		if dt := a.at - an.at; dt >= minRateSpan {
-			p.raiseRate(float64(now-an.level-2) / (float64(dt) / 1e9))
+			p.raiseRate(float64(now-an.level-noise) / (float64(dt) / 1e9))
 		}
+	}
+	if a.refused && noise < levelNoise {
+		// What a refusal leaves is less than its cost, not what it said
+		// (none) exactly: too loose for the noise a small bucket allows.
+		return
 	}
 	gap := max(int64(minRateSpan), p.period.hi/maxAnchors)
 	if n := len(p.anchors); n == 0 || a.at-p.anchors[n-1].at >= gap {
@@ -499,6 +505,27 @@ func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 		}
 		p.anchors = append(p.anchors, anchor{at: a.at, level: hi + p.ownCum + a.k.inflightAll(p)})
 	}
+}
+
+// levelNoise is how many units a level measured between two answers may be
+// off by: a unit either way at each end.
+const levelNoise = 2
+
+// rateNoise is the noise a rate measured from p's anchors allows: levelNoise,
+// or, for a bucket whose capacity (said by the server) is less than that
+// plus a request, its capacity less a request. An admission leaves a level
+// between none and the capacity less its cost, so an anchor's can be off by
+// no more than that; a bucket of one is left empty by each admission,
+// exactly, and two admissions a span apart show that a unit returned in it.
+// (The full levelNoise held such a bucket's rate to a third of what the
+// client sent, and the search for it to a tenth more per request: the
+// grid's burst-1 cells ran 2.5x with it, 1.7x without.) A refusal, which
+// leaves less than its cost, is no anchor then.
+func (p *policy) rateNoise() int64 {
+	if !p.limitSaid {
+		return levelNoise
+	}
+	return min(levelNoise, max(p.limit-1, 0))
 }
 
 // An anchor is an earlier answer a refill rate is measured from: when it

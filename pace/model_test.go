@@ -574,7 +574,7 @@ func TestWideBoundsGiveABurstBackAWindowAfterIt(t *testing.T) {
 			p.obsAt = burst
 			from := burst + 1e6
 			require.Equal(t, float64(50), p.counted(c, from, cautious), "spent")
-			at := p.when(c, from, 1, 0, cautious)
+			at := p.when(c, from, 1, flight{}, cautious)
 			require.Equal(t, time.Duration(burst+1e9+landMargin-base), time.Duration(at-base))
 			require.Equal(t, float64(50), p.counted(c, at-landMargin-1, cautious), "a window after the burst, not before")
 		})
@@ -618,11 +618,17 @@ func TestLastCandidateRefusedReconsidersTheOthers(t *testing.T) {
 // TestMuteBucket: a bucket without burst (limit 1) says none is left after
 // every request, and its reset a whole second, however fast it refills:
 // the rate the answers measure is only the client's own. A probe at twice
-// that rate goes whatever it saves on its own until one is refused. At
-// 50/s, the client went on at about 5/s before (a probe had to save 100 ms
-// on its own request; the grid's burst-1 cells ran 10.7-11.1x); with the
-// probes it passes 15/s within ten seconds. A quota of one per second that
-// is what it says costs at most one refused probe more than before.
+// that rate goes whatever it saves on its own, and after the first refusal
+// the probes test the middle of the bounds until they are within
+// muteSpread. At 50/s, the client went on at about 5/s before the probes
+// (a probe had to save 100 ms on its own request; the grid's burst-1 cells
+// ran 10.7-11.1x); with probes that stopped at the first refusal, at 45/s
+// and 28.5/s (IETF, X-RateLimit) in [10 s, 20 s); with the search and a
+// rate measured without the noise a bucket of one cannot have
+// (policy.rateNoise), at 50/s. A quota of one per second that is what it
+// says, whose answers read the same, costs at most four refused probes in
+// a minute (the first, then those testing the middle; three and one with
+// probes that stopped at the first refusal).
 func TestMuteBucket(t *testing.T) {
 	for _, d := range []ratelimittest.Dialect{ratelimittest.IETF, ratelimittest.XRateLimit} {
 		t.Run("bucket-50ps-burst1/"+string(d), func(t *testing.T) {
@@ -637,7 +643,7 @@ func TestMuteBucket(t *testing.T) {
 			n := e.sentIn(from, to)
 			t.Logf("%d sends, %d refused (%v); %d in [%v, %v)", len(e.sends), len(e.refused), e.refused, n, from, to)
 			require.LessOrEqual(t, len(e.refused), 2, "refused")
-			require.GreaterOrEqualf(t, float64(n)/(to-from).Seconds(), 15.0, "paced at %.2f/s", float64(n)/(to-from).Seconds())
+			require.GreaterOrEqualf(t, float64(n)/(to-from).Seconds(), 47.0, "paced at %.2f/s", float64(n)/(to-from).Seconds())
 		})
 		t.Run("window-1ps/"+string(d), func(t *testing.T) {
 			e := emulate(t, emu{
@@ -649,9 +655,57 @@ func TestMuteBucket(t *testing.T) {
 			})
 			n := e.sentIn(sec(10), sec(60))
 			t.Logf("%d sends, %d refused (%v); %d in [10s, 60s)", len(e.sends), len(e.refused), e.refused, n)
-			require.LessOrEqual(t, len(e.refused), 3, "refused")
+			require.LessOrEqual(t, len(e.refused), 4, "refused")
 			require.GreaterOrEqual(t, n, 45, "a window a second")
 		})
+	}
+}
+
+// TestBucketRefillsBehindRequestsInFlight: a bucket's capacity bounds its
+// level, not how many requests may be on their way to it. A bucket of one
+// that refills at 50/s, its last answer saying it empty at 0, with a
+// request in flight that reaches it by 30 ms at the latest: the next may
+// arrive 20 ms after that one, at 50 ms, where the level less the units in
+// flight, capped by the capacity, said never (one request per round trip,
+// however fast the bucket refills: 5/s on 200 ms round trips). While no
+// round trip was measured (the flight's end unknown), it waits for the
+// answer, as before; a bucket of ten with ten in flight, the same.
+func TestBucketRefillsBehindRequestsInFlight(t *testing.T) {
+	p := &policy{limit: 1, limitSaid: true, rLo: 50, rHi: 50}
+	fl := flight{n: 1, end: int64(ms(30))}
+	require.Equal(t, ms(50), time.Duration(p.when(cBucket, int64(ms(10)), 1, fl, cautious)))
+	require.InDelta(t, 0.5, p.avail(cBucket, int64(ms(40)), fl, cautious), 1e-9, "full by 30 ms, emptied by it, half refilled at 40 ms")
+	require.InDelta(t, 1, p.avail(cBucket, int64(ms(200)), fl, cautious), 1e-9, "full, and no fuller")
+	require.Equal(t, ms(60), time.Duration(p.when(cBucket, int64(ms(60)), 1, fl, cautious)), "from a later instant, that one")
+
+	require.Equal(t, int64(never), p.when(cBucket, int64(ms(10)), 1, flight{n: 1, end: never}, cautious), "the flight's end unknown")
+	require.Equal(t, int64(never), p.when(cBucket, int64(ms(10)), 2, fl, cautious), "more than the capacity")
+
+	p = &policy{limit: 10, limitSaid: true, rLo: 100, rHi: 100, bLevel: 4, bAt: int64(ms(0))}
+	fl = flight{n: 10, end: int64(ms(20))}
+	// 4 at 0, 6 by 20 ms, less 10: -4, and a unit 10 ms: 5 units by 70 ms.
+	require.Equal(t, ms(70), time.Duration(p.when(cBucket, int64(ms(0)), 1, fl, cautious)))
+	// With 4 in flight: a unit is free at 10 ms, before they arrive (4+1-4:
+	// the level less them, as before); five are free at 50 ms, after
+	// (4+2-4 = 2 at 20 ms, and three more).
+	require.Equal(t, ms(50), time.Duration(p.when(cBucket, int64(ms(0)), 5, flight{n: 4, end: int64(ms(20))}, cautious)))
+	require.Equal(t, ms(10), time.Duration(p.when(cBucket, int64(ms(0)), 1, flight{n: 4, end: int64(ms(20))}, cautious)), "a unit free before the flight arrives")
+}
+
+// TestRateNoise: the noise a rate measured from the anchors allows is a
+// unit either way at each end, but no more than what an admission can
+// leave in the bucket (its capacity less a request): none in a bucket of
+// one, which each admission leaves empty, exactly. A capacity the server
+// did not say (only the most it said was left, plus one) takes the full
+// noise.
+func TestRateNoise(t *testing.T) {
+	for _, c := range []struct {
+		limit int64
+		said  bool
+		want  int64
+	}{{1, true, 0}, {2, true, 1}, {3, true, 2}, {50, true, 2}, {1, false, 2}, {0, true, 0}} {
+		p := &policy{limit: c.limit, limitSaid: c.said}
+		require.Equal(t, c.want, p.rateNoise(), "limit %d said %v", c.limit, c.said)
 	}
 }
 

@@ -76,11 +76,14 @@ type derived struct {
 }
 
 // bucketFlight is what the leases in flight in one bucket sum to: how many
-// they are, and their costs in units other than requests.
+// they are, their costs in units other than requests, and the latest grant
+// among them (at least: a lease's end leaves it, so that it stays O(1);
+// the sums' next rebuild makes it exact).
 type bucketFlight struct {
 	bucket string
 	n      int64
 	cost   []Amount
+	last   int64
 }
 
 // A lease is one granted reservation: a request in flight.
@@ -329,6 +332,21 @@ func (k *keyState) inflight(p *policy) int64 {
 	return n - p.early
 }
 
+// flight returns inflight's units, and the latest instant they are taken to
+// reach the server: the latest grant among them, plus half the mean round
+// trip and the arrivals' error (never while no round trip was measured).
+func (k *keyState) flight(p *policy) flight {
+	n := k.inflight(p)
+	if n <= 0 {
+		return flight{}
+	}
+	fl := flight{n: n, end: never}
+	if f := k.flightOf(p.bucket); f != nil && k.rtt > 0 {
+		fl.end = f.last + k.rtt/2 + k.arrivalError()
+	}
+	return fl
+}
+
 // inflightAll returns the cost in p's unit of all of p's leases in
 // flight.
 func (k *keyState) inflightAll(p *policy) int64 {
@@ -389,6 +407,9 @@ func (k *keyState) counted(l *lease, sign int64) {
 	}
 	f := &d.flight[i]
 	f.n += sign
+	if sign > 0 {
+		f.last = max(f.last, l.at)
+	}
 	if f.n <= 0 {
 		// The bucket's last lease in flight: its entry goes, so that the
 		// sums hold only buckets with leases (a server naming a bucket
