@@ -63,6 +63,10 @@ type Observation struct {
 	// "X-Rate-Limit-Retry-After-Seconds" (Bucket4j) and "X-Retry-In"
 	// (Traefik 1, a Go duration).
 	RetryAfterHeader string
+	// RetryAfterDate reports that the Retry-After was an HTTP-date: an
+	// instant on the server's clock (often when a window's quota returns),
+	// where delay-seconds are a wait, rounded to the second.
+	RetryAfterDate bool
 	// ShouldRetry is the server's explicit verdict, if it gave one.
 	ShouldRetry Verdict
 	// Policies are the quotas the server announced, in the order described
@@ -114,7 +118,7 @@ func parseHeaders(h http.Header, status int, received time.Time, memo *Parser) O
 	db := dateBase{received: received, memo: memo}
 	db.date, _ = f.first(fDate)
 	if f.hasAny(retryAfterFieldSet) {
-		obs.RetryAfter, obs.RetryAfterHeader, obs.HasRetryAfter = f.retryAfter(&db)
+		obs.RetryAfter, obs.RetryAfterHeader, obs.RetryAfterDate, obs.HasRetryAfter = f.retryAfter(&db)
 	}
 	if f.hasAny(verdictFields) {
 		obs.ShouldRetry = f.verdict()

@@ -316,13 +316,33 @@ func TestParseHeadersRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := ParseHeaders(tt.h, http.StatusTooManyRequests, tt.received)
+			v := strings.TrimSpace(tt.h.Get("Retry-After"))
 			require.Equal(t, Observation{
 				Status:           http.StatusTooManyRequests,
 				RetryAfter:       tt.want,
 				HasRetryAfter:    tt.from != "",
 				RetryAfterHeader: tt.from,
+				RetryAfterDate:   tt.from == "Retry-After" && (v[0] < '0' || v[0] > '9'),
 			}, obs)
 		})
+	}
+}
+
+// TestRetryAfterDate: RetryAfterDate tells an HTTP-date (an instant) from
+// delay-seconds and the millisecond variants (waits).
+func TestRetryAfterDate(t *testing.T) {
+	for _, tt := range []struct {
+		h    http.Header
+		date bool
+	}{
+		{mkHeader("Retry-After", "1"), false},
+		{mkHeader("Retry-After", "Wed, 25 Nov 2026 21:00:01 GMT", "Date", hdrDate), true},
+		{mkHeader("Retry-After-Ms", "20", "Retry-After", "Wed, 25 Nov 2026 21:00:01 GMT"), false},
+		{mkHeader("Retry-After", "soon", "X-Retry-In", "2s"), false},
+	} {
+		obs := ParseHeaders(tt.h, http.StatusTooManyRequests, hdrNow)
+		require.True(t, obs.HasRetryAfter, "%v", tt.h)
+		require.Equal(t, tt.date, obs.RetryAfterDate, "%v", tt.h)
 	}
 }
 
@@ -412,6 +432,7 @@ func TestParseHeadersStatusAndEmpty(t *testing.T) {
 		RetryAfter:       10 * time.Second,
 		HasRetryAfter:    true,
 		RetryAfterHeader: "Retry-After",
+		RetryAfterDate:   true,
 		ShouldRetry:      VerdictRetry,
 		Dialects:         DialectSet(0).With(DialectStripe),
 	}, ParseHeaders(h, 429, hdrNow.Add(-3*time.Hour)))

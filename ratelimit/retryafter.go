@@ -17,28 +17,31 @@ var retryAfterFields = [...]struct {
 	{fMsRetryAfterMs, "X-Ms-Retry-After-Ms"},
 }
 
-func (f *fieldSet) retryAfter(c *dateBase) (time.Duration, string, bool) {
+// retryAfter returns the retry delay, the header it was read from, whether
+// it was an HTTP-date, and whether there was one.
+func (f *fieldSet) retryAfter(c *dateBase) (d time.Duration, from string, date, ok bool) {
 	for _, ra := range retryAfterFields {
 		if v, ok := f.first(ra.f); ok {
 			if d, ok := parseDecimalDuration(v, time.Millisecond); ok {
-				return d, ra.name, true
+				return d, ra.name, false, true
 			}
 		}
 	}
 	v, ok := f.first(fRetryAfter)
 	if !ok {
-		return f.retryAfterVariants()
+		d, from, ok = f.retryAfterVariants()
+		return d, from, false, ok
 	}
 	var now time.Time
 	// Only a date needs the server's clock; delay-seconds skip parsing Date.
 	if t := trimOWS(v); t == "" || t[0] < '0' || t[0] > '9' {
-		now = c.now()
+		now, date = c.now(), true
 	}
-	d, ok := ParseRetryAfter(v, now)
-	if !ok {
-		return f.retryAfterVariants()
+	if d, ok = ParseRetryAfter(v, now); !ok {
+		d, from, ok = f.retryAfterVariants()
+		return d, from, false, ok
 	}
-	return d, "Retry-After", true
+	return d, "Retry-After", date, true
 }
 
 // retryAfterVariants reads the delays that servers without a Retry-After
