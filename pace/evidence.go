@@ -17,6 +17,7 @@ type answer struct {
 	refused bool
 	probe   bool  // the request probed a policy
 	ra      int64 // Retry-After, 0 when none
+	raDate  bool  // it was an HTTP-date, an instant
 	k       *keyState
 }
 

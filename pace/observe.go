@@ -42,6 +42,7 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	ans := answer{l: &ls, at: k.arrival(ls.at, t), sent: ls.at, recv: t, date: date, k: k, refused: refusal(obs)}
 	if obs.HasRetryAfter {
 		ans.ra = int64(min(obs.RetryAfter, time.Duration(cfg.maxPause())))
+		ans.raDate = obs.RetryAfterDate
 	}
 	for i := range k.policies {
 		if k.policies[i].probe == ls.seq {
@@ -171,14 +172,22 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 		// refuted what said it would be admitted: the model paces the
 		// rest. Only what the Retry-After says for certain, given its
 		// rounding, holds the bucket.
-		gran := int64(1e9)
-		if a.ra%gran != 0 {
-			gran = 1e6
-		}
-		if a.ra > gran {
+		if gran := raUnit(a.ra); a.ra > gran {
 			b.pause, b.why = max(b.pause, a.recv+a.ra-gran), why
 		}
 		return
+	}
+	if a.ra > 0 && a.refused && !a.raDate && len(k.policies) == 0 {
+		// A delay of one unit may be all rounding (a bucket that
+		// returns a request every 20 ms says 1 s): on a server without
+		// headers, the silent model knows as much from a refusal (not a
+		// 503, which teaches it nothing) and paces the rest; the refused
+		// request itself still waits it out in the retry layer
+		// (TestRetryAfterOfOneUnit). A date names an instant, often
+		// when a window's quota returns, and holds the key until then.
+		if a.ra <= raUnit(a.ra) {
+			until = a.recv
+		}
 	}
 	until = min(until, a.recv+cfg.maxPause())
 	if until > b.pause {
@@ -187,6 +196,16 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 	if a.l.at >= b.firstAfter {
 		b.firstAfter = max(until, a.recv)
 	}
+}
+
+// raUnit is the unit a Retry-After of ra nanoseconds was given in, as far
+// as its value tells: a second when it is whole seconds, else a
+// millisecond. Up to a unit of it may be rounding.
+func raUnit(ra int64) int64 {
+	if ra%1e9 == 0 {
+		return 1e9
+	}
+	return 1e6
 }
 
 // observeRTT takes in one round trip. One of zero is one too (a clock
