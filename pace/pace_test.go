@@ -317,6 +317,16 @@ func (y *story) grantsAt(at time.Duration) int {
 	return n
 }
 
+// refusedOnce is answered's story (its first answer base) in which a
+// second request, sent at t0+200ms, is answered status with h at
+// t0+300ms.
+func refusedOnce(t *testing.T, base http.Header, status int, h http.Header) *story {
+	t.Helper()
+	y := answered(t, nil, base)
+	y.play(goes(ms(200), "b"), answers(ms(300), "b", status, h))
+	return y
+}
+
 // answered is a story whose key has answered once, at t0+100ms, with h,
 // to a first request sent at t0.
 func answered(t *testing.T, cfg *Config, h http.Header) *story {
@@ -796,11 +806,7 @@ func TestForbiddenWithRetryAfterPauses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			y := answered(t, nil, tt.base)
-			y.play(
-				goes(ms(200), "b"),
-				answers(ms(300), "b", 403, tt.h),
-			)
+			y := refusedOnce(t, tt.base, 403, tt.h)
 			if tt.pause == 0 {
 				y.play(goes(ms(300), "c"), goes(ms(301), "d"))
 				return
@@ -844,11 +850,7 @@ func TestRetryAfterOfOneUnit(t *testing.T) {
 			hdr("Date", "Sat, 01 Jan 2000 00:00:00 GMT", "Retry-After", "Sat, 01 Jan 2000 00:00:01 GMT"), sec(1)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			y := answered(t, nil, tt.base)
-			y.play(
-				goes(ms(200), "b"),
-				answers(ms(300), "b", 429, tt.h),
-			)
+			y := refusedOnce(t, tt.base, 429, tt.h)
 			if tt.pause == 0 {
 				// Held, if at all, by what the refusal taught.
 				d := y.st.Reserve(t0.Add(ms(300)), Request{}, nil)
