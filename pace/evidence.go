@@ -17,8 +17,11 @@ type answer struct {
 	refused bool
 	probe   bool  // the request probed a policy
 	ra      int64 // Retry-After, 0 when none
-	raDate  bool  // it was an HTTP-date, an instant
-	k       *keyState
+	// raOne reports a Retry-After of one unit of its form at most (a
+	// second in delay-seconds, a millisecond in the ms headers), all of
+	// which may be rounding; never a date, which names an instant.
+	raOne bool
+	k     *keyState
 }
 
 // cost returns what the answered request cost in p's unit.
@@ -513,20 +516,23 @@ func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 const levelNoise = 2
 
 // rateNoise is the noise a rate measured from p's anchors allows: levelNoise,
-// or, for a bucket whose capacity (said by the server) is less than that
-// plus a request, its capacity less a request. An admission leaves a level
-// between none and the capacity less its cost, so an anchor's can be off by
-// no more than that; a bucket of one is left empty by each admission,
-// exactly, and two admissions a span apart show that a unit returned in it.
-// (The full levelNoise held such a bucket's rate to a third of what the
-// client sent, and the search for it to a tenth more per request: the
-// grid's burst-1 cells ran 2.5x with it, 1.7x without.) A refusal, which
-// leaves less than its cost, is no anchor then.
+// or none for a bucket of one (a capacity the server said) once the answers
+// refuted every other candidate: each admission leaves such a bucket
+// empty, exactly, and two admissions a span apart show that a unit
+// returned in it. (The full levelNoise held such a bucket's rate to a third
+// of what the client sent, and the search for it to a tenth more per
+// request. While a window of one a second still explains the answers, two
+// admissions on either side of its end would make it a bucket faster than
+// the window, whose probes, refused, refute it, and every revival of it
+// again: a refusal a minute; TestRateNoise.) A bucket of two or more keeps
+// levelNoise (one less cost a bucket of 2 at 50/s a quarter of its pace on
+// round trips of 10-30 ms). A refusal, which leaves less than its cost, is
+// no anchor while the noise is below levelNoise.
 func (p *policy) rateNoise() int64 {
-	if !p.limitSaid {
+	if !p.limitSaid || p.limit > 1 || p.alive != 1<<cBucket {
 		return levelNoise
 	}
-	return min(levelNoise, max(p.limit-1, 0))
+	return 0
 }
 
 // An anchor is an earlier answer a refill rate is measured from: when it

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/headway-go/headway/ratelimit"
@@ -42,7 +43,11 @@ func (s *State) Complete(now time.Time, l Lease, a Answer, cfg *Config) {
 	ans := answer{l: &ls, at: k.arrival(ls.at, t), sent: ls.at, recv: t, date: date, k: k, refused: refusal(obs)}
 	if obs.HasRetryAfter {
 		ans.ra = int64(min(obs.RetryAfter, time.Duration(cfg.maxPause())))
-		ans.raDate = obs.RetryAfterDate
+		unit := time.Second
+		if strings.HasSuffix(obs.RetryAfterHeader, "-Ms") {
+			unit = time.Millisecond
+		}
+		ans.raOne = !obs.RetryAfterDate && obs.RetryAfter <= unit
 	}
 	for i := range k.policies {
 		if k.policies[i].probe == ls.seq {
@@ -177,16 +182,20 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 		}
 		return
 	}
-	if a.ra > 0 && a.refused && !a.raDate && len(k.policies) == 0 {
+	if a.ra > 0 && a.refused && a.raOne {
 		// A delay of one unit may be all rounding (a bucket that
-		// returns a request every 20 ms says 1 s): on a server without
-		// headers, the silent model knows as much from a refusal (not a
-		// 503, which teaches it nothing) and paces the rest; the refused
-		// request itself still waits it out in the retry layer
-		// (TestRetryAfterOfOneUnit). A date names an instant, often
-		// when a window's quota returns, and holds the key until then.
-		if a.ra <= raUnit(a.ra) {
+		// returns a request every 20 ms says 1 s). On a server without
+		// headers the silent model knows as much from a refusal (not a
+		// 503, which teaches it nothing) and paces the rest; where the
+		// answers proved a bucket, it holds no longer than the bucket
+		// takes to fill (refillTime). The refused request itself still
+		// waits it out in the retry layer (TestRetryAfterOfOneUnit). A
+		// date names an instant, often when a window's quota returns,
+		// and holds the key until then.
+		if len(k.policies) == 0 {
 			until = a.recv
+		} else if full, ok := k.refillTime(bname); ok {
+			until = min(until, a.recv+full)
 		}
 	}
 	until = min(until, a.recv+cfg.maxPause())
@@ -196,6 +205,27 @@ func (k *keyState) pause(a *answer, obs *ratelimit.Observation, bname string, cf
 	if a.l.at >= b.firstAfter {
 		b.firstAfter = max(until, a.recv)
 	}
+}
+
+// refillTime returns how long bucket's quotas take to refill whole at the
+// least rate their answers measured, when every one of them is known to be
+// a bucket (its other candidates refuted): a pause of a one-unit
+// Retry-After beyond it holds back what the bucket cannot keep, and
+// within it costs nothing, the burst being there after it.
+func (k *keyState) refillTime(bucket string) (int64, bool) {
+	var full int64
+	found := false
+	for i := range k.policies {
+		p := &k.policies[i]
+		if p.bucket != bucket {
+			continue
+		}
+		if p.alive != 1<<cBucket || p.rLo <= 0 || p.limit <= 0 {
+			return 0, false
+		}
+		full, found = max(full, int64(float64(p.limit)/p.rLo*1e9)), true
+	}
+	return full, found
 }
 
 // raUnit is the unit a Retry-After of ra nanoseconds was given in, as far

@@ -845,6 +845,7 @@ func TestRetryAfterOfOneUnit(t *testing.T) {
 		{"no headers, Retry-After-Ms: 1", nil, hdr("Retry-After-Ms", "1"), 0},
 		{"no headers, Retry-After: 2", nil, hdr("Retry-After", "2"), sec(2)},
 		{"no headers, Retry-After-Ms: 40", nil, hdr("Retry-After-Ms", "40"), ms(40)},
+		{"no headers, Retry-After-Ms: 1000 (exact, not rounded)", nil, hdr("Retry-After-Ms", "1000"), sec(1)},
 		{"headers, Retry-After: 1", ietf(100, 60, 90, 60), withHdr(ietf(100, 60, 0, 1), "Retry-After", "1"), sec(1)},
 		{"no headers, a Retry-After date a second after Date", nil,
 			hdr("Date", "Sat, 01 Jan 2000 00:00:00 GMT", "Retry-After", "Sat, 01 Jan 2000 00:00:01 GMT"), sec(1)},
@@ -861,6 +862,34 @@ func TestRetryAfterOfOneUnit(t *testing.T) {
 			if tt.base != nil {
 				y.play(goesFirst(ms(300)+tt.pause, "c"))
 			}
+		})
+	}
+}
+
+// TestRetryAfterOfOneUnitOnABucket: where the answers proved a bucket (its
+// other candidates refuted, its rate measured), a refusal's one-second
+// Retry-After holds the key no longer than the bucket takes to fill at
+// that rate: a bucket of 10 at 200/s, 50 ms. (A whole second per refusal
+// took token buckets and GCRA of 200/s with a burst of 10, on 20 ms round
+// trips, to 1.5-2.3x the ideal; 1.0-1.2x after.) A longer Retry-After,
+// and any while another candidate stands, pause as they say.
+func TestRetryAfterOfOneUnitOnABucket(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		alive uint8
+		ra    string
+		want  time.Duration
+	}{
+		{"a bucket, Retry-After: 1", 1 << cBucket, "1", ms(50)},
+		{"a bucket, Retry-After: 2", 1 << cBucket, "2", sec(2)},
+		{"a bucket or a window, Retry-After: 1", 1<<cBucket | 1<<cWindow, "1", sec(1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := &keyState{policies: []policy{{limit: 10, limitSaid: true, alive: tt.alive, rLo: 200}}}
+			obs := ratelimit.ParseHeaders(hdr("Retry-After", tt.ra), http.StatusTooManyRequests, t0)
+			a := answer{l: &lease{}, recv: int64(sec(5)), refused: true, ra: int64(obs.RetryAfter), raOne: obs.RetryAfter <= time.Second, k: k}
+			k.pause(&a, &obs, "", nil)
+			require.Equal(t, sec(5)+tt.want, time.Duration(k.findBucket("").pause))
 		})
 	}
 }

@@ -560,20 +560,20 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 // client's own. Only a request sent sooner than that rate allows can show
 // it faster, so one is worth sending whatever it saves on its own (the
 // probeGain rule would stop the client at about 1/(2 probeGain), 5/s),
-// until the refusals bound the rate within muteSpread of what the
-// admissions proved: each probe then tests the middle of the two (a
-// refusal lowers the bound, admissions at the middle's pace raise the
-// proof), where probes going as for any other bucket after the first
+// until a refusal bounds the rate (rHi); once the answers refuted every
+// other candidate, until the bounds are within muteSpread of each other,
+// each probe testing their middle (a refusal lowers the upper, admissions
+// at the middle's pace raise the lower). Probes that stopped at the first
 // refusal left the client at the rate proved by then, half the bucket's or
-// less (the grid's burst-1 cells, 2.1-3.6x, 1.7x with the search). A quota
-// of one per window that is what it says costs at most one refused probe
-// more (TestMuteBucket).
+// less (throttled's GCRA without burst on loopback); probes that went on
+// while a window still explained the answers cost a true window of one a
+// second a refused probe a minute (TestMuteBucket, TestRateNoise).
 func (p *policy) mute(need int64, pl uint8) bool {
-	return pl&(1<<cBucket) != 0 && p.limit <= need && p.rLo > 0 && (p.rHi == 0 || p.rHi > muteSpread*p.rLo)
+	return pl&(1<<cBucket) != 0 && p.limit <= need && p.rLo > 0 && (p.rHi == 0 || p.alive == 1<<cBucket && p.rHi > muteSpread*p.rLo)
 }
 
 // muteSpread is how close the bounds on a mute bucket's rate come before
-// its search ends: a tenth, about a probe's worth of the pace.
+// its search ends: within a fifth, their middle within a tenth of each.
 const muteSpread = 1.2
 
 // pace bounds how fast p lets requests through, whichever of its

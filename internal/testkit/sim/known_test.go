@@ -18,7 +18,7 @@ const (
 	whyLogIETF         = "with t= delays a sliding log is taken for a sliding counter as often as for a log: requests go before the unit they need has aged out and are refused, and each refusal's whole-second Retry-After pauses the key"
 	whyCounterSlow     = "a sliding counter, identified or taken for a window or a log: it waits for resets that count to its full restoration, up to two windows away, instead of the weighted estimate's return, or sends early and is refused; at 100 per minute some waits pass WithMaxWait (two minutes) and those requests fail"
 	whyCounterAsBucket = "at 5/s a sliding counter is taken for a bucket: paced at a refill it does not have, refused, and paused by each whole-second Retry-After"
-	whyBurst1          = "a bucket with a burst of 1 (every answer says 0 left of 1, full within a second) is mute: its rate is measured only from the client's admissions (without the noise of a unit at each end, since each admission leaves it empty: policy.rateNoise), so probes at twice it go whatever they save on their own, then test the middle of the bounds the refusals and admissions set until they are within muteSpread (mute, pace/reserve.go); the window the answers describe is refuted in the first 2-3 s and the rate found by 3-4 s (45-47/s, 1-3 refused probes), and each request then waits until the one before can have reached the server, at the latest its round trips' spread allows (+-50%: about 6 ms a request, 37/s where the oracle, which has no spread, sends 50/s; 3.6-4.0x while the probes stopped at the first refusal and requests in flight filled the bucket for good, 10.7-11.1x before the probes)"
+	whyBurst1          = "a bucket with a burst of 1 (every answer says 0 left of 1, full within a second) is mute: its rate is measured only from the client's admissions, so probes at twice it go whatever they save on their own (mute, pace/reserve.go); the window the answers describe, and the sliding counter, are refuted only after 6-8 s of probes a second or half a second apart (with two units of noise the rate of a bucket of one is measured at a third of the client's pace while they stand: policy.rateNoise); then, the bucket alone, its rate is measured without that noise and found within a second (45-47/s, the probes going on past the first refusal until the bounds are within muteSpread), and each request waits until the one before can have reached the server, at the latest its round trips' spread allows (+-50%: about 6 ms a request, 37-42/s where the oracle, which has no spread, sends 50/s); 3.6-4.0x while requests in flight filled the bucket for good and the probes stopped at the first refusal, 10.7-11.1x before the probes"
 	whyBurst           = "a bucket with a small burst: its refill rate is learnt low at first (2-4/s) and raised step by step"
 	whyMisleading      = "the tighter policy shows only on its own 429s and the 2xx answers between describe the looser one: the pair is taken for one sliding log, counter or bucket, whose waits end early (1-4% refused) or run long (up to 3.7x)"
 	whyForeign         = "another client spends the quota unseen: its spending makes the server look like a sliding log or a slower bucket, and requests sent on the client's own count are refused"
@@ -249,14 +249,14 @@ var known = map[string]knownCell{
 	"leaky-bucket/none/50ps/rtt20±50%/w16/charge-refused":                {0.0964, 1.36, 0, whySilentFirst},
 	"gcra/none+retry-after/50ps/rtt20±50%/w16/charge-refused":            {0.0416, 1.06, 0, whySilentFirst},
 	"gcra/none/50ps/rtt20±50%/w16/charge-refused":                        {0.0909, 1.87, 0, whySilentFirst},
-	"token-bucket/ietf/50ps/rtt20±50%/w16/burst1":                        {0.0067, 1.77, 0, whyBurst1},
-	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst1":                 {0.0067, 1.73, 0, whyBurst1},
-	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst1":                   {0.0100, 1.69, 0, whyBurst1},
+	"token-bucket/ietf/50ps/rtt20±50%/w16/burst1":                        {0.0067, 2.24, 0, whyBurst1},
+	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst1":                 {0.0067, 2.74, 0, whyBurst1},
+	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst1":                   {0.0100, 2.71, 0, whyBurst1},
 	"token-bucket/none+retry-after/50ps/rtt20±50%/w16/burst1":            {0.0229, 1.92, 0, whySilentBucket},
 	"token-bucket/none/50ps/rtt20±50%/w16/burst1":                        {0.0164, 2.11, 0, whySilentBucket},
-	"token-bucket/ietf/50ps/rtt20±50%/w16/burst2":                        {0.0000, 1.15, 0, whyBurst},
-	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst2":                 {0.0000, 1.22, 0, whyBurst},
-	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst2":                   {0.0000, 1.28, 0, whyBurst},
+	"token-bucket/ietf/50ps/rtt20±50%/w16/burst2":                        {0.0000, 1.19, 0, whyBurst},
+	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst2":                 {0.0000, 1.40, 0, whyBurst},
+	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst2":                   {0.0000, 1.37, 0, whyBurst},
 	"token-bucket/none+retry-after/50ps/rtt20±50%/w16/burst2":            {0.0067, 1.20, 0, whySilentBucket},
 	"token-bucket/none/50ps/rtt20±50%/w16/burst2":                        {0.0164, 1.19, 0, whySilentBucket},
 	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst3":                 {0.0000, 1.11, 0, whyBurst},
@@ -266,14 +266,14 @@ var known = map[string]knownCell{
 	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst5":                   {0.0000, 1.06, 0, whyBurst},
 	"token-bucket/none/50ps/rtt20±50%/w16/burst5":                        {0.0228, 1.02, 0, whySilentBucket},
 	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst6":                   {0.0000, 1.06, 0, whyBurst},
-	"gcra/ietf/50ps/rtt20±50%/w16/burst1":                                {0.0034, 1.71, 0, whyBurst1},
-	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst1":                         {0.0067, 1.74, 0, whyBurst1},
-	"gcra/anthropic/50ps/rtt20±50%/w16/burst1":                           {0.0067, 1.69, 0, whyBurst1},
+	"gcra/ietf/50ps/rtt20±50%/w16/burst1":                                {0.0067, 2.24, 0, whyBurst1},
+	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst1":                         {0.0100, 2.73, 0, whyBurst1},
+	"gcra/anthropic/50ps/rtt20±50%/w16/burst1":                           {0.0067, 2.79, 0, whyBurst1},
 	"gcra/none+retry-after/50ps/rtt20±50%/w16/burst1":                    {0.0260, 1.92, 0, whySilentBucket},
 	"gcra/none/50ps/rtt20±50%/w16/burst1":                                {0.0446, 1.80, 0, whySilentBucket},
-	"gcra/ietf/50ps/rtt20±50%/w16/burst2":                                {0.0000, 1.17, 0, whyBurst},
-	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst2":                         {0.0000, 1.17, 0, whyBurst},
-	"gcra/anthropic/50ps/rtt20±50%/w16/burst2":                           {0.0000, 1.31, 0, whyBurst},
+	"gcra/ietf/50ps/rtt20±50%/w16/burst2":                                {0.0000, 1.24, 0, whyBurst},
+	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst2":                         {0.0000, 1.23, 0, whyBurst},
+	"gcra/anthropic/50ps/rtt20±50%/w16/burst2":                           {0.0000, 1.08, 0, whyBurst},
 	"gcra/none/50ps/rtt20±50%/w16/burst2":                                {0.0066, 1.29, 0, whySilentBucket},
 	"gcra/ietf/50ps/rtt20±50%/w16/burst3":                                {0.0000, 1.08, 0, whyBurst},
 	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst3":                         {0.0000, 1.11, 0, whyBurst},
@@ -345,7 +345,7 @@ var known = map[string]knownCell{
 	"leaky-bucket/anthropic/50ps/rtt20±50%/w16/lag10ms":                  {0.0099, 1.12, 0, whyLag},
 	"leaky-bucket/none+retry-after/50ps/rtt20±50%/w16/lag10ms":           {0.0446, 1.07, 0, whySilentFirst},
 	"leaky-bucket/none/50ps/rtt20±50%/w16/lag10ms":                       {0.0536, 1.08, 0, whySilentFirst},
-	"gcra/ietf/50ps/rtt20±50%/w16/lag10ms":                               {0.0099, 1.13, 0, whyLag},
+	"gcra/ietf/50ps/rtt20±50%/w16/lag10ms":                               {0.0100, 1.12, 0, whyLag},
 	"gcra/anthropic/50ps/rtt20±50%/w16/lag10ms":                          {0.0066, 1.20, 0, whyLag},
 	"gcra/none+retry-after/50ps/rtt20±50%/w16/lag10ms":                   {0.0477, 1.08, 0, whySilentFirst},
 	"gcra/none/50ps/rtt20±50%/w16/lag10ms":                               {0.0536, 1.07, 0, whySilentFirst},
@@ -353,7 +353,7 @@ var known = map[string]knownCell{
 	"sliding-log/anthropic/5ps/rtt20±50%/w16":                            {0.0196, 1.01, 0, whyCounterOpen},
 	"sliding-log/x-ratelimit/5ps/rtt20±50%/w16":                          {0.0196, 1.01, 0, whyCounterOpen},
 	"anchored-window/x-ratelimit/50ps/rtt20±50%/w16/foreign30%":          {0.0228, 1.09, 0, whyCounterOpen},
-	"fixed-window/ietf/50ps/rtt20±50%/w16/foreign30%":                    {0.0354, 1.35, 0, whyCounterOpen},
+	"fixed-window/ietf/50ps/rtt20±50%/w16/foreign30%":                    {0.0416, 1.08, 0, whyCounterOpen},
 	"sliding-log/ietf/50ps/rtt20±50%/w1":                                 {0.0033, 1.20, 0, whyCounterOpen},
 	"anchored-window/anthropic/50ps/rtt200±50%/w16":                      {0.0066, 1.33, 0, whyCounterOpen},
 	"anchored-window/ietf/50ps/rtt200±50%/w16":                           {0.0033, 1.16, 0, whyCounterOpen},
