@@ -334,7 +334,8 @@ func (k *keyState) inflight(p *policy) int64 {
 
 // flight returns inflight's units, and the latest instant they are taken to
 // reach the server: the latest grant among them, plus half the mean round
-// trip and the arrivals' error (never while no round trip was measured).
+// trip and the arrivals' error (never while the mean round trip is zero:
+// none measured yet, or a clock that did not move).
 func (k *keyState) flight(p *policy) flight {
 	n := k.inflight(p)
 	if n <= 0 {
