@@ -50,6 +50,13 @@
 // candidate heeded did not brings it back. A server that
 // says nothing (no headers) has admitted or refused as its only evidence
 // (see "A server that says nothing" below).
+// Admissions are counted exactly where the instants are not: more admitted
+// under one reset instant that the server wrote on its clock than the
+// limit, or more than twice a small limit within less than the shortest
+// window (each request counted somewhere between its sending and its
+// answer), is what no window, sliding counter or log admits, and leaves
+// the bucket alone; where a bucket of one and a window of one answer alike
+// ("0 of 1 left, resets at the next second"), a probe tests the count.
 // Resets, Retry-After and the window's length are evidence too: they bound
 // a candidate's parameters (where a window ends, how fast a bucket fills:
 // what is missing over the latest and the earliest instant the reset

@@ -20,13 +20,18 @@ var ErrBadState = errors.New("pace: unreadable state")
 // stateFormat is the first byte of MarshalBinary's output: which layout
 // follows. It is not ASCII, nor a byte that can start a UTF-8 character,
 // so that an encoded state is never taken for text (JSON, say). Any change
-// to the layout below takes the next value (0xB6, ...); UnmarshalBinary
+// to the layout below takes the next value (0xB7, ...); UnmarshalBinary
 // answers a format it does not know with ErrBadState, and the stores then
 // start the key afresh.
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB5
+const stateFormat = 0xB6
+
+// stateFormatB5 is the format before a policy counted its admissions by
+// the reset instant their answers gave, and kept its newest admissions (policy.labE, labN, adm, countRefused). It is still
+// read; the count starts empty.
+const stateFormatB5 = 0xB5
 
 // stateFormatB4 is the format before the silent model kept how long its
 // most cautious candidate held requests back (silent.lost). It is still
@@ -60,9 +65,9 @@ const maxStrings = 32
 // rate-limit headers (bucket and policy names, units), and pace's own
 // reasons for a pause.
 //
-// # Layout (format 0xB5)
+// # Layout (format 0xB6)
 //
-// One byte, 0xB5, then the fields of the state in the order of their
+// One byte, 0xB6, then the fields of the state in the order of their
 // declaration, nothing between them, nothing after them:
 //
 //   - unsigned integers as uvarints (encoding/binary), signed ones as
@@ -287,6 +292,13 @@ func (e *encoder) policy(p *policy) {
 	e.i(p.jump)
 	e.bounds(p.lastReset)
 	e.i(p.lastE)
+	e.i(p.labE)
+	e.i(p.labN)
+	e.n(len(p.adm))
+	for _, b := range p.adm {
+		e.bounds(b)
+	}
+	e.i(p.countRefused)
 	e.n(len(p.win))
 	for _, b := range p.win {
 		e.bounds(b)
@@ -420,6 +432,7 @@ type decoder struct {
 	b2   bool // the layout is stateFormatB2's
 	b3   bool // the layout is stateFormatB3's or older: no policy.anchorAt
 	b4   bool // the layout is stateFormatB4's or older: no silent.lost
+	b5   bool // the layout is stateFormatB5's or older: no policy.labE, labN, adm, countRefused
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -428,10 +441,10 @@ func decodeState(data []byte) (keyState, error) {
 	switch {
 	case len(data) == 0:
 		return k, fmt.Errorf("%w: empty", ErrBadState)
-	case data[0] != stateFormat && data[0] != stateFormatB4 && data[0] != stateFormatB3 && data[0] != stateFormatB2:
+	case data[0] != stateFormat && data[0] != stateFormatB5 && data[0] != stateFormatB4 && data[0] != stateFormatB3 && data[0] != stateFormatB2:
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
-	d := decoder{b: data[1:], b2: data[0] == stateFormatB2, b3: data[0] == stateFormatB3 || data[0] == stateFormatB2, b4: data[0] != stateFormat}
+	d := decoder{b: data[1:], b2: data[0] == stateFormatB2, b3: data[0] == stateFormatB3 || data[0] == stateFormatB2, b4: data[0] != stateFormat && data[0] != stateFormatB5, b5: data[0] != stateFormat}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -713,6 +726,15 @@ func (d *decoder) policy(p *policy) {
 	p.jump = d.i()
 	p.lastReset = d.bounds()
 	p.lastE = d.i()
+	if !d.b5 {
+		p.labE = d.i()
+		p.labN = d.i()
+		d.array(len(p.adm))
+		for j := range p.adm {
+			p.adm[j] = d.bounds()
+		}
+		p.countRefused = d.i()
+	}
 	d.array(len(p.win))
 	for j := range p.win {
 		p.win[j] = d.bounds()

@@ -534,6 +534,27 @@ func TestDecodeFormatB4(t *testing.T) {
 	})
 }
 
+// TestDecodeFormatB5: a state of the format before a policy counted its
+// admissions by reset instant and kept its newest ones
+// (testdata/policy-b5.state, written by the pace of 21fbab8 after 3 s of
+// 16 workers against a GCRA of 50/s without burst, X-RateLimit headers
+// with resets as Unix times, on 20 ms round trips: 3 requests, the bucket
+// taken for a window of one a second) decodes, with those counts empty;
+// encoded again, it is of the current format, 14 bytes longer, and decodes
+// to the same state.
+func TestDecodeFormatB5(t *testing.T) {
+	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 14, func(st *State) {
+		require.Len(t, st.k.policies, 1)
+		p := &st.k.policies[0]
+		require.EqualValues(t, 1, p.limit)
+		require.NotZero(t, p.alive&(1<<cWindow), "a window still explains it")
+		require.Zero(t, p.labE)
+		require.Zero(t, p.labN)
+		require.Zero(t, p.countRefused)
+		require.Equal(t, [admKeep]bounds{}, p.adm)
+	})
+}
+
 // decodeOlder decodes the state of an older format in file, checks it, and
 // encodes it again: of the current format, with more fields (each zero, a
 // byte), it decodes to the same state.
@@ -560,8 +581,9 @@ func decodeOlder(t *testing.T, file string, format byte, more int, check func(*S
 // X-RateLimit headers) decodes, with that instant unknown; encoded again,
 // it is of the current format and decodes to the same state.
 func TestDecodeFormatB3(t *testing.T) {
-	// Two fields more: policy.anchorAt and silent.lost.
-	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 2, func(st *State) {
+	// Sixteen bytes more: policy.anchorAt, labE, labN, adm (its length and
+	// five pairs) and countRefused, and silent.lost.
+	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 16, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 50, p.limit)

@@ -53,6 +53,8 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	}
 	cost := a.cost(p)
 	admitted := !a.refused
+	p.labelled(a, o, cost)
+	p.close(a, cost)
 	if !p.seen {
 		if admitted {
 			p.own.add(a.at, cost, p.quantum())
@@ -131,6 +133,93 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	}
 	p.resetEvidence(a, o)
 	p.prune()
+}
+
+// labelled counts the units admitted under each reset instant the server
+// wrote on its own clock (an epoch or a date, read against its Date), and
+// when more than the limit came under one, sets aside every candidate but
+// the bucket. A window's reset names the window that counted the request,
+// whatever order the answers come back in: no fixed window admits more
+// than its limit under one name, no sliding counter more than its limit in
+// its current window, and no sliding log more while its oldest unit, whose
+// age its reset names, stays. A bucket's reset, the instant it is full
+// again rounded to the second, keeps its name while it refills many times
+// over: throttled's and go-limiter's buckets without burst ("0 of 1 left,
+// resets at the next second") were taken for a window of one a second,
+// which timing alone, each instant known to a round trip and two units of
+// noise on a limit of one, refutes only after many seconds of probes.
+// Delays (a reset of "1") name no window: a second's rounding of a delay
+// from an answer moves with the answer.
+func (p *policy) labelled(a *answer, o *ratelimit.Policy, cost int64) {
+	if a.refused || !o.HasReset || !o.ResetAbsolute || a.date == 0 || o.Reset <= 0 || !p.limitSaid ||
+		p.said > 0 && p.said < 1e9 && o.Reset%1e9 == 0 {
+		return // (a window shorter than the second its resets are rounded to has several under one name)
+	}
+	switch e := a.date + int64(o.Reset); {
+	case e == p.labE:
+		p.labN += cost
+	case e > p.labE:
+		p.labE, p.labN = e, cost
+	default:
+		return // an older name, already passed
+	}
+	if p.labN > p.limit {
+		p.onlyBucket(p.alive, a.at)
+	}
+}
+
+// close takes in an admission of a policy whose limit is within the noise
+// of the instants (levelNoise), where timing weighed with that noise
+// cannot refute a window: its request's span, from when it was sent to
+// when its answer came, holds the instant the server counted it, whatever
+// the round trip. More than twice the limit admitted within less than the
+// shortest window the bounds allow is more than any fixed window (of any
+// phase, or from a first request) or sliding counter admits there: two of
+// their windows at most meet any such span, each admitting the limit; and
+// more than the limit within less than the sliding log's window is more
+// than it admits. Those candidates are set aside; the bucket stays.
+func (p *policy) close(a *answer, cost int64) {
+	if a.refused || !p.limitSaid || p.limit > levelNoise || cost != 1 || a.sent <= 0 || a.recv < a.sent {
+		return
+	}
+	copy(p.adm[1:], p.adm[:len(p.adm)-1])
+	p.adm[0] = bounds{a.sent, a.recv}
+	span := func(n int64) int64 {
+		lo, hi := int64(never), int64(0)
+		for _, b := range p.adm[:n] {
+			if !b.known() {
+				return never
+			}
+			lo, hi = min(lo, b.lo), max(hi, b.hi)
+		}
+		return hi - lo
+	}
+	var out uint8
+	if w := p.period.lo; w > 0 && span(2*p.limit+1) < w {
+		out |= 1<<cWindow | 1<<cAnchored | 1<<cCounter
+	}
+	if w := p.logWindow(); w > 0 && span(p.limit+1) < w {
+		out |= 1 << cLog
+	}
+	p.onlyBucket(out, a.at)
+}
+
+// admKeep is how many admissions close keeps: twice the most noise, and one.
+const admKeep = 2*levelNoise + 1
+
+// onlyBucket sets the candidates of cs but the bucket aside at now, where
+// the bucket alone explains what was admitted (it is considered again if
+// it was set aside).
+func (p *policy) onlyBucket(cs uint8, now int64) {
+	cs &= p.alive &^ (1 << cBucket)
+	if cs == 0 {
+		return
+	}
+	if p.alive&(1<<cBucket) == 0 {
+		p.alive |= 1 << cBucket
+		p.score[cBucket] = 0
+	}
+	p.refute(cs, now)
 }
 
 // mayBeOlder reports whether an answer that found surplus more left than

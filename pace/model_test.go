@@ -773,3 +773,65 @@ func TestRefusalForeseenBySetAsideCandidate(t *testing.T) {
 	require.Zero(t, p.alive&(1<<cBucket), "the bucket is refuted")
 	require.GreaterOrEqual(t, at, ms(1100)-rtt/2, "the first admitted waits for the log's first unit to return")
 }
+
+// TestAdmissionsUnderOneReset: a bucket of one that refills 50 times a
+// second, its resets Unix times ("0 of 1 left, resets at 12:00:01"),
+// reads like a window of one a second; before, the client went on at
+// about one a second for 8 s (13 requests in 10 s on this emulator) until
+// timing, weighed with two units of noise on a limit of one, refuted the
+// windows. More admitted under one reset instant than the limit is what
+// no window does (labelled), and a probe tests it once a window holds the
+// client back (countProbe): from the second second on, 50 a second, and
+// no refusal.
+func TestAdmissionsUnderOneReset(t *testing.T) {
+	for _, alg := range []ratelimittest.Algorithm{ratelimittest.TokenBucket, ratelimittest.GCRA} {
+		t.Run(string(alg), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: alg, Limit: 50, Window: time.Second, Burst: 1}),
+					ratelimittest.WithDialect(ratelimittest.XRateLimit),
+				},
+				workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second,
+			})
+			n := e.sentIn(sec(2), sec(4))
+			t.Logf("%d sends, %d refused (%v); %d in [2s, 4s)", len(e.sends), len(e.refused), e.refused, n)
+			require.LessOrEqual(t, len(e.refused), 1, "refused")
+			require.GreaterOrEqual(t, n, 90, "about 50 a second")
+		})
+	}
+}
+
+// TestCloseAdmissions: more than twice a limit of one admitted within less
+// than the shortest window, each request's span from its sending to its
+// answer holding the instant it was counted, sets every candidate but the
+// bucket aside (close); two within it, the sliding log; admissions spread
+// over a window, refusals, or a limit the server did not say, nothing more.
+func TestCloseAdmissions(t *testing.T) {
+	newP := func() *policy {
+		return &policy{limit: 1, limitSaid: true, alive: allCandidates, period: bounds{1e9, 1e9}, logW: 1e9}
+	}
+	admit := func(p *policy, sent time.Duration, refused bool) {
+		a := &answer{sent: int64(sent), recv: int64(sent + ms(20)), at: int64(sent + ms(10)), refused: refused}
+		p.close(a, 1)
+	}
+	p := newP()
+	admit(p, sec(10), false)
+	admit(p, sec(10)+ms(300), false)
+	require.Equal(t, uint8(allCandidates&^(1<<cLog)), p.alive, "two within a second: no log of one a second; a window may have ended between")
+	admit(p, sec(10)+ms(600), false)
+	require.Equal(t, uint8(1<<cBucket), p.alive, "three within a second: the bucket alone")
+
+	p = newP()
+	admit(p, sec(10), false)
+	admit(p, sec(10)+ms(300), true)
+	admit(p, sec(10)+ms(600), false)
+	admit(p, sec(11)+ms(10), false)
+	require.Equal(t, uint8(allCandidates&^(1<<cLog)), p.alive, "a refusal between, the third a window later: only the log goes, for the two within a second")
+
+	p = newP()
+	p.limitSaid = false
+	for i := range 3 {
+		admit(p, sec(10)+time.Duration(i)*ms(100), false)
+	}
+	require.Equal(t, uint8(allCandidates), p.alive, "a limit the server did not say may be more")
+}

@@ -114,11 +114,14 @@ func (p *policy) outcome(a *answer) {
 	if p.probe != a.l.seq {
 		return
 	}
-	if !a.refused {
+	if !a.refused && p.probeFor&countProbeBit == 0 {
 		// Admitted: it cost no refusal, and the budget is the refusals'.
 		p.probeTokens = min(p.probeTokens+1, probeBurst)
 	}
 	if a.refused {
+		if p.probeFor&countProbeBit != 0 {
+			p.countRefused = a.at
+		}
 		for c := range nCand {
 			bit := uint8(1) << c
 			switch {

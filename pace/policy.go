@@ -58,6 +58,15 @@ type policy struct {
 	jump      int64
 	lastReset bounds
 	lastE     int64 // the newest answer's reset on the server's clock, when it was an instant
+	// labE is the newest reset instant on the server's clock that an
+	// admitted answer gave, labN the units admitted under it (see
+	// labelled); adm holds the newest admissions' requests, from when each
+	// was sent to when its answer came, newest first (see close); and
+	// countRefused is when a probe of either count was last refused (see
+	// countProbe).
+	labE, labN   int64
+	adm          [admKeep]bounds
+	countRefused int64
 	// win bounds the end of the current window for each window candidate
 	// (indexes cWindow and cAnchored); ctr a boundary of the counter's
 	// windows.

@@ -305,7 +305,9 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 		// policy) drained the budget of a policy it never tested.
 		p := &k.policies[i]
 		p.probe = l.seq
-		p.probeTokens--
+		if p.probeFor&countProbeBit == 0 {
+			p.probeTokens-- // (a count probe's budget is its own: countProbe)
+		}
 		p.regret = 0
 	}
 	if silentProbe && k.silent.probe == 0 {
@@ -509,6 +511,13 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 			return holdResult{ok: true, probe: true}
 		}
 	}
+	if t := p.countProbe(now, arrive, at, need, gain, pl); p.probe == 0 && t != never {
+		if t <= arrive {
+			p.probeFor, p.probeParam = countProbeBit, 0
+			return holdResult{ok: true, probe: true}
+		}
+		at = min(at, t)
+	}
 	switch {
 	case canProbe && opt < at && (at-opt >= gain && soon-opt >= gain || mute && opt < soon):
 		at = opt // a probe of parameters may go then
@@ -641,6 +650,36 @@ func (p *policy) trickle(now int64) {
 // probeTrickle is how many windows the time-earned budget takes to earn
 // one probe: a refusal per eight windows at most when nothing else earns.
 const probeTrickle = 8
+
+// countProbe returns when a request may test whether more is admitted
+// than a window allows (see labelled and close), or never: when a bucket
+// and a window are both in the running, the window holds the client back
+// for longer than a refusal's worth (gain), and the limit is within the
+// noise that timing cannot see past (levelNoise: a window of one a second
+// and a bucket of one that refills fifty times a second answer alike, "0
+// of 1 left, resets in 1 s", and only admissions that the window could
+// not make tell them apart). Each goes gain after the last admission, by
+// when a bucket worth the test has refilled a unit, and gain before the
+// window's end at least; after a refused one, none for labelRetry: a
+// window costs a refusal that long.
+func (p *policy) countProbe(now, arrive, at, need, gain int64, pl uint8) int64 {
+	if p.labE == 0 || !p.limitSaid || p.limit > need || pl&(1<<cBucket) == 0 || pl&^(1<<cBucket) == 0 ||
+		p.countRefused != 0 && now-p.countRefused < labelRetry || at == never {
+		return never
+	}
+	t := max(arrive, p.lastAdmit+gain)
+	if at-t < gain {
+		return never
+	}
+	return t
+}
+
+// countProbeBit marks, in policy.probeFor, a probe of countProbe's.
+const countProbeBit = 1 << 7
+
+// labelRetry is how long after a refused probe of countProbe's the next
+// may go.
+const labelRetry = 10 * 60e9
 
 // paramProbe reports whether candidate c's optimistic parameters are worth
 // a refusal to test: a window's end that the server's Date puts on a

@@ -19,6 +19,7 @@ const (
 	whyCounterSlow     = "a sliding counter, identified or taken for a window or a log: it waits for resets that count to its full restoration, up to two windows away, instead of the weighted estimate's return, or sends early and is refused; at 100 per minute some waits pass WithMaxWait (two minutes) and those requests fail"
 	whyCounterAsBucket = "at 5/s a sliding counter is taken for a bucket: paced at a refill it does not have, refused, and paused by each whole-second Retry-After"
 	whyBurst1          = "a bucket with a burst of 1 (every answer says 0 left of 1, full within a second) is mute: its rate is measured only from the client's admissions, so probes at twice it go whatever they save on their own (mute, pace/reserve.go); the window the answers describe, and the sliding counter, are refuted only after 6-8 s of probes a second or half a second apart (with two units of noise the rate of a bucket of one is measured at a third of the client's pace while they stand: policy.rateNoise); then, the bucket alone, its rate is measured without that noise and found within a second (45-47/s, the probes going on past the first refusal until the bounds are within muteSpread), and each request waits until the one before can have reached the server, at the latest its round trips' spread allows (+-50%: about 6 ms a request, 37-42/s where the oracle, which has no spread, sends 50/s); 3.6-4.0x while requests in flight filled the bucket for good and the probes stopped at the first refusal, 10.7-11.1x before the probes"
+	whyBurst1Instant   = "a bucket with a burst of 1 whose resets are instants (Unix times, dates): as whyBurst1, but two admissions under one reset instant are more than any window admits (policy.labelled), and a probe tests it a tenth of a second after an admission while a window holds the client back (countProbe): the windows are refuted in the first second or two where timing took 6-8 s (2.7-2.8x before, 1.5-1.8x after); what is left is the round trips' spread (37-42/s, see whyBurst1)"
 	whyBurst           = "a bucket with a small burst: its refill rate is learnt low at first (2-4/s) and raised step by step"
 	whyMisleading      = "the tighter policy shows only on its own 429s and the 2xx answers between describe the looser one: the pair is taken for one sliding log, counter or bucket, whose waits end early (1-4% refused) or run long (up to 3.7x)"
 	whyForeign         = "another client spends the quota unseen: its spending makes the server look like a sliding log or a slower bucket, and requests sent on the client's own count are refused"
@@ -250,8 +251,8 @@ var known = map[string]knownCell{
 	"gcra/none+retry-after/50ps/rtt20±50%/w16/charge-refused":            {0.0416, 1.06, 0, whySilentFirst},
 	"gcra/none/50ps/rtt20±50%/w16/charge-refused":                        {0.0909, 1.87, 0, whySilentFirst},
 	"token-bucket/ietf/50ps/rtt20±50%/w16/burst1":                        {0.0067, 2.24, 0, whyBurst1},
-	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst1":                 {0.0067, 2.74, 0, whyBurst1},
-	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst1":                   {0.0100, 2.71, 0, whyBurst1},
+	"token-bucket/x-ratelimit/50ps/rtt20±50%/w16/burst1":                 {0.0067, 1.50, 0, whyBurst1Instant},
+	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst1":                   {0.0100, 1.80, 0, whyBurst1Instant},
 	"token-bucket/none+retry-after/50ps/rtt20±50%/w16/burst1":            {0.0229, 1.92, 0, whySilentBucket},
 	"token-bucket/none/50ps/rtt20±50%/w16/burst1":                        {0.0164, 2.11, 0, whySilentBucket},
 	"token-bucket/ietf/50ps/rtt20±50%/w16/burst2":                        {0.0000, 1.19, 0, whyBurst},
@@ -267,8 +268,8 @@ var known = map[string]knownCell{
 	"token-bucket/none/50ps/rtt20±50%/w16/burst5":                        {0.0228, 1.02, 0, whySilentBucket},
 	"token-bucket/anthropic/50ps/rtt20±50%/w16/burst6":                   {0.0000, 1.06, 0, whyBurst},
 	"gcra/ietf/50ps/rtt20±50%/w16/burst1":                                {0.0067, 2.24, 0, whyBurst1},
-	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst1":                         {0.0100, 2.73, 0, whyBurst1},
-	"gcra/anthropic/50ps/rtt20±50%/w16/burst1":                           {0.0067, 2.79, 0, whyBurst1},
+	"gcra/x-ratelimit/50ps/rtt20±50%/w16/burst1":                         {0.0033, 1.69, 0, whyBurst1Instant},
+	"gcra/anthropic/50ps/rtt20±50%/w16/burst1":                           {0.0100, 1.51, 0, whyBurst1Instant},
 	"gcra/none+retry-after/50ps/rtt20±50%/w16/burst1":                    {0.0260, 1.92, 0, whySilentBucket},
 	"gcra/none/50ps/rtt20±50%/w16/burst1":                                {0.0446, 1.80, 0, whySilentBucket},
 	"gcra/ietf/50ps/rtt20±50%/w16/burst2":                                {0.0000, 1.24, 0, whyBurst},
