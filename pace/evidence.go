@@ -54,7 +54,7 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 	cost := a.cost(p)
 	admitted := !a.refused
 	p.labelled(a, o, cost)
-	p.close(a, cost)
+	p.closeAdmissions(a, cost)
 	if !p.seen {
 		if admitted {
 			p.own.add(a.at, cost, p.quantum())
@@ -144,8 +144,8 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 // its current window, and no sliding log more while its oldest unit, whose
 // age its reset names, stays. A bucket's reset, the instant it is full
 // again rounded to the second, keeps its name while it refills many times
-// over: throttled's and go-limiter's buckets without burst ("0 of 1 left,
-// resets at the next second") were taken for a window of one a second,
+// over: a bucket without burst ("0 of 1 left, resets at 12:00:01") was
+// taken for a window of one a second,
 // which timing alone, each instant known to a round trip and two units of
 // noise on a limit of one, refutes only after many seconds of probes.
 // Delays (a reset of "1") name no window: a second's rounding of a delay
@@ -168,7 +168,7 @@ func (p *policy) labelled(a *answer, o *ratelimit.Policy, cost int64) {
 	}
 }
 
-// close takes in an admission of a policy whose limit is within the noise
+// closeAdmissions takes in an admission of a policy whose limit is within the noise
 // of the instants (levelNoise), where timing weighed with that noise
 // cannot refute a window: its request's span, from when it was sent to
 // when its answer came, holds the instant the server counted it, whatever
@@ -178,7 +178,7 @@ func (p *policy) labelled(a *answer, o *ratelimit.Policy, cost int64) {
 // their windows at most meet any such span, each admitting the limit; and
 // more than the limit within less than the sliding log's window is more
 // than it admits. Those candidates are set aside; the bucket stays.
-func (p *policy) close(a *answer, cost int64) {
+func (p *policy) closeAdmissions(a *answer, cost int64) {
 	if a.refused || !p.limitSaid || p.limit > levelNoise || cost != 1 || a.sent <= 0 || a.recv < a.sent {
 		return
 	}
@@ -204,7 +204,7 @@ func (p *policy) close(a *answer, cost int64) {
 	p.onlyBucket(out, a.at)
 }
 
-// admKeep is how many admissions close keeps: twice the most noise, and one.
+// admKeep is how many admissions closeAdmissions keeps: twice the most noise, and one.
 const admKeep = 2*levelNoise + 1
 
 // onlyBucket sets the candidates of cs but the bucket aside at now, where

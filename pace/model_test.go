@@ -804,7 +804,7 @@ func TestAdmissionsUnderOneReset(t *testing.T) {
 // TestCloseAdmissions: more than twice a limit of one admitted within less
 // than the shortest window, each request's span from its sending to its
 // answer holding the instant it was counted, sets every candidate but the
-// bucket aside (close); two within it, the sliding log; admissions spread
+// bucket aside (closeAdmissions); two within it, the sliding log; admissions spread
 // over a window, refusals, or a limit the server did not say, nothing more.
 func TestCloseAdmissions(t *testing.T) {
 	newP := func() *policy {
@@ -812,7 +812,7 @@ func TestCloseAdmissions(t *testing.T) {
 	}
 	admit := func(p *policy, sent time.Duration, refused bool) {
 		a := &answer{sent: int64(sent), recv: int64(sent + ms(20)), at: int64(sent + ms(10)), refused: refused}
-		p.close(a, 1)
+		p.closeAdmissions(a, 1)
 	}
 	p := newP()
 	admit(p, sec(10), false)

@@ -61,7 +61,7 @@ type policy struct {
 	// labE is the newest reset instant on the server's clock that an
 	// admitted answer gave, labN the units admitted under it (see
 	// labelled); adm holds the newest admissions' requests, from when each
-	// was sent to when its answer came, newest first (see close); and
+	// was sent to when its answer came, newest first (see closeAdmissions); and
 	// countRefused is when a probe of either count was last refused (see
 	// countProbe).
 	labE, labN   int64

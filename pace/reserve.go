@@ -652,19 +652,20 @@ func (p *policy) trickle(now int64) {
 const probeTrickle = 8
 
 // countProbe returns when a request may test whether more is admitted
-// than a window allows (see labelled and close), or never: when a bucket
-// and a window are both in the running, the window holds the client back
-// for longer than a refusal's worth (gain), and the limit is within the
-// noise that timing cannot see past (levelNoise: a window of one a second
-// and a bucket of one that refills fifty times a second answer alike, "0
-// of 1 left, resets in 1 s", and only admissions that the window could
-// not make tell them apart). Each goes gain after the last admission, by
-// when a bucket worth the test has refilled a unit, and gain before the
-// window's end at least; after a refused one, none for labelRetry: a
-// window costs a refusal that long.
+// under one reset instant than a window allows (see labelled), or never:
+// when the server writes its resets as instants, a bucket and a window are
+// both in the running, the window holds the client back for longer than a
+// refusal's worth (gain), and the bucket is mute (its limit no more than
+// the request needs: a window of one a second and a bucket of one that
+// refills fifty times a second answer alike, "0 of 1 left, resets at the
+// next second", and only an admission that the window could not make
+// tells them apart). It goes gain after the last admission, by when a
+// bucket worth the test has refilled a unit, and gain before the window's
+// end at least; after a refused one, none for countRetry: a window costs
+// a refusal that long.
 func (p *policy) countProbe(now, arrive, at, need, gain int64, pl uint8) int64 {
 	if p.labE == 0 || !p.limitSaid || p.limit > need || pl&(1<<cBucket) == 0 || pl&^(1<<cBucket) == 0 ||
-		p.countRefused != 0 && now-p.countRefused < labelRetry || at == never {
+		p.countRefused != 0 && now-p.countRefused < countRetry || at == never {
 		return never
 	}
 	t := max(arrive, p.lastAdmit+gain)
@@ -677,9 +678,9 @@ func (p *policy) countProbe(now, arrive, at, need, gain int64, pl uint8) int64 {
 // countProbeBit marks, in policy.probeFor, a probe of countProbe's.
 const countProbeBit = 1 << 7
 
-// labelRetry is how long after a refused probe of countProbe's the next
+// countRetry is how long after a refused probe of countProbe's the next
 // may go.
-const labelRetry = 10 * 60e9
+const countRetry = 10 * 60e9
 
 // paramProbe reports whether candidate c's optimistic parameters are worth
 // a refusal to test: a window's end that the server's Date puts on a
