@@ -125,8 +125,8 @@ type view struct {
 	key         string
 	partitioned bool
 	// The header quirks (see WithRetryAfterFullWindow, WithCoarseResets,
-	// WithResetAlwaysOne).
-	fullWindow, coarse, resetOne bool
+	// WithResetAlwaysOne, WithFloorResets).
+	fullWindow, coarse, resetOne, floor bool
 }
 
 // resetIn is the delay the dialects write for a reset d ns away: d itself,
@@ -199,6 +199,15 @@ func (v *view) epochCeil(d int64) int64 {
 		return t.Unix() + 1
 	}
 	return t.Unix()
+}
+
+// epochReset is the Unix time in seconds of a reset d after the wall time:
+// rounded up, or down with WithFloorResets.
+func (v *view) epochReset(d int64) int64 {
+	if v.floor {
+		return v.wall.Add(time.Duration(d)).Unix()
+	}
+	return v.epochCeil(d)
 }
 
 // epochMillisCeil is the Unix time in milliseconds, rounded up, d after the
@@ -288,7 +297,7 @@ func (v *view) write(h http.Header, d Dialect) {
 		}
 		h.Set("X-RateLimit-Limit", itoa(b.rule.capacity()))
 		h.Set("X-RateLimit-Remaining", itoa(b.remaining))
-		h.Set("X-RateLimit-Reset", itoa(v.epochCeil(v.resetAt(b.reset))))
+		h.Set("X-RateLimit-Reset", itoa(v.epochReset(v.resetAt(b.reset))))
 		if d == GitHub {
 			h.Set("X-RateLimit-Used", itoa(b.rule.capacity()-b.remaining))
 			res := "core"
@@ -312,7 +321,7 @@ func (v *view) write(h http.Header, d Dialect) {
 				p := "Anthropic-Ratelimit-" + string(u) + "-"
 				h.Set(p+"Limit", itoa(b.rule.capacity()))
 				h.Set(p+"Remaining", itoa(b.remaining))
-				h.Set(p+"Reset", time.Unix(v.epochCeil(v.resetAt(b.reset)), 0).UTC().Format(time.RFC3339))
+				h.Set(p+"Reset", time.Unix(v.epochReset(v.resetAt(b.reset)), 0).UTC().Format(time.RFC3339))
 			}
 		}
 	case Discord:

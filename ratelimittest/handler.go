@@ -136,6 +136,9 @@ func (h *Handler) String() string {
 	if f.resetOne {
 		fs = append(fs, "every reset 1s")
 	}
+	if f.floor {
+		fs = append(fs, "instant resets rounded down")
+	}
 	if len(fs) > 0 {
 		b.WriteString("; faults: " + strings.Join(fs, ", "))
 	}
@@ -194,6 +197,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fullWindow:  f.fullWindow,
 		coarse:      f.coarse,
 		resetOne:    f.resetOne,
+		floor:       f.floor,
 	}
 	if f.misleading {
 		v.status = mislead(v.status, d.admitted)

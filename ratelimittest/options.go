@@ -37,6 +37,7 @@ type faults struct {
 	fullWindow bool // Retry-After is the refusing policy's whole window
 	coarse     bool // every reset and retry delay in whole seconds
 	resetOne   bool // every reset is one second
+	floor      bool // epoch-second and date resets rounded down
 }
 
 // DefaultQuota returns the policy used when no WithQuota option is given:
@@ -332,6 +333,16 @@ func WithRetryAfterFullWindow() Option {
 // retry_after of its 429 body. Admission is unchanged.
 func WithCoarseResets() Option {
 	return func(c *config) { c.faults.coarse = true }
+}
+
+// WithFloorResets makes the resets written as an instant in whole seconds
+// (X-RateLimit-Reset's and GitHub's epoch seconds, Anthropic's RFC 3339
+// dates) rounded down rather than up, as go-chi/httprate and
+// sethvargo/go-limiter write them: a window that ends within the current
+// second says it resets at the second's start, before the Date. Delays,
+// Retry-After and admission are unchanged.
+func WithFloorResets() Option {
+	return func(c *config) { c.faults.floor = true }
 }
 
 // WithResetAlwaysOne makes every reset a dialect writes one second, whatever

@@ -385,3 +385,48 @@ func TestQuirksString(t *testing.T) {
 		"headers ietf; rejections 429 with Retry-After seconds; "+
 		"faults: Retry-After the refusing policy's whole window, resets in whole seconds, every reset 1s", h.String())
 }
+
+// The instant resets in whole seconds are rounded down (go-chi/httprate,
+// sethvargo/go-limiter): a window of 100ms that ends at 12:00:00.3 says
+// 12:00:00, the Date's own second, where it said 12:00:01; the delays and
+// Retry-After are unchanged, and so is who is admitted.
+func TestFloorResets(t *testing.T) {
+	epoch := start.Unix()
+	sec := func(n int64) string { return strconv.FormatInt(n, 10) }
+	cases := []struct {
+		d           rlt.Dialect
+		field       string
+		plain, down string
+	}{
+		{rlt.XRateLimit, "X-RateLimit-Reset", sec(epoch + 1), sec(epoch)},
+		{rlt.GitHub, "X-RateLimit-Reset", sec(epoch + 1), sec(epoch)},
+		{rlt.Anthropic, "Anthropic-Ratelimit-Requests-Reset", "2026-11-26T12:00:01Z", "2026-11-26T12:00:00Z"},
+		{rlt.IETF, "RateLimit", `"api";r=0;t=1`, `"api";r=0;t=1`},
+	}
+	for _, c := range cases {
+		t.Run(string(c.d), func(t *testing.T) {
+			var adm [2][]rlt.Admission
+			for i, down := range []bool{false, true} {
+				opts := []rlt.Option{rlt.WithDialect(c.d),
+					rlt.WithQuota(rlt.Quota{Name: "api", Limit: 1, Window: 100 * time.Millisecond})}
+				want := c.plain
+				if down {
+					opts, want = append(opts, rlt.WithFloorResets()), c.down
+				}
+				h, clock := newHandler(t, opts...)
+				ok, no := call(h), call(h)
+				require.Equal(t, 200, ok.StatusCode)
+				require.Equal(t, 429, no.StatusCode)
+				require.Equal(t, want, ok.Header.Get(c.field), "floor %v", down)
+				require.Equal(t, want, no.Header.Get(c.field), "floor %v: on the refusal", down)
+				require.Equal(t, "1", no.Header.Get("Retry-After"), "50ms, rounded up, either way")
+				clock.Advance(100 * time.Millisecond)
+				require.Equal(t, 200, call(h).StatusCode)
+				adm[i] = h.Admissions()
+			}
+			require.Equal(t, adm[0], adm[1])
+		})
+	}
+	h, _ := newHandler(t, rlt.WithFloorResets())
+	require.Contains(t, h.String(), "faults: instant resets rounded down")
+}
