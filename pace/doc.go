@@ -57,6 +57,13 @@
 // answer), is what no window, sliding counter or log admits, and leaves
 // the bucket alone; where a bucket of one and a window of one answer alike
 // ("0 of 1 left, resets at the next second"), a probe tests the count.
+// A window the server does not say, whose resets in whole seconds say it
+// ends within one, is taken to be a second long, as servers configure
+// them, until it ends before such a window could, or more are admitted
+// within a second than any window of a second admits; then its length is
+// searched for between the bounds the ends shown and the admissions set,
+// the last unit of each window sent at the middle of the bounds on its end
+// (its answer, a fresh window or not, halves them at no risk of a refusal).
 // Resets, Retry-After and the window's length are evidence too: they bound
 // a candidate's parameters (where a window ends, how fast a bucket fills:
 // what is missing over the latest and the earliest instant the reset

@@ -20,13 +20,18 @@ var ErrBadState = errors.New("pace: unreadable state")
 // stateFormat is the first byte of MarshalBinary's output: which layout
 // follows. It is not ASCII, nor a byte that can start a UTF-8 character,
 // so that an encoded state is never taken for text (JSON, say). Any change
-// to the layout below takes the next value (0xB7, ...); UnmarshalBinary
+// to the layout below takes the next value (0xB8, ...); UnmarshalBinary
 // answers a format it does not know with ErrBadState, and the stores then
 // start the key afresh.
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB6
+const stateFormat = 0xB7
+
+// stateFormatB6 is the format before a policy searched for a window
+// shorter than a second (policy.wCap, wLo, pEnd). It is still read; the
+// search starts unbegun.
+const stateFormatB6 = 0xB6
 
 // stateFormatB5 is the format before a policy counted its admissions by
 // the reset instant their answers gave, and kept its newest admissions (policy.labE, labN, adm, countRefused). It is still
@@ -65,9 +70,9 @@ const maxStrings = 32
 // rate-limit headers (bucket and policy names, units), and pace's own
 // reasons for a pause.
 //
-// # Layout (format 0xB6)
+// # Layout (format 0xB7)
 //
-// One byte, 0xB6, then the fields of the state in the order of their
+// One byte, 0xB7, then the fields of the state in the order of their
 // declaration, nothing between them, nothing after them:
 //
 //   - unsigned integers as uvarints (encoding/binary), signed ones as
@@ -290,6 +295,9 @@ func (e *encoder) policy(p *policy) {
 	e.bounds(p.period)
 	e.i(p.logW)
 	e.i(p.jump)
+	e.i(p.wCap)
+	e.i(p.wLo)
+	e.bounds(p.pEnd)
 	e.bounds(p.lastReset)
 	e.i(p.lastE)
 	e.i(p.labE)
@@ -433,6 +441,7 @@ type decoder struct {
 	b3   bool // the layout is stateFormatB3's or older: no policy.anchorAt
 	b4   bool // the layout is stateFormatB4's or older: no silent.lost
 	b5   bool // the layout is stateFormatB5's or older: no policy.labE, labN, adm, countRefused
+	b6   bool // the layout is stateFormatB6's or older: no policy.wCap, wLo, pEnd
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -441,10 +450,11 @@ func decodeState(data []byte) (keyState, error) {
 	switch {
 	case len(data) == 0:
 		return k, fmt.Errorf("%w: empty", ErrBadState)
-	case data[0] != stateFormat && data[0] != stateFormatB5 && data[0] != stateFormatB4 && data[0] != stateFormatB3 && data[0] != stateFormatB2:
+	case data[0] < stateFormatB2 || data[0] > stateFormat:
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
-	d := decoder{b: data[1:], b2: data[0] == stateFormatB2, b3: data[0] == stateFormatB3 || data[0] == stateFormatB2, b4: data[0] != stateFormat && data[0] != stateFormatB5, b5: data[0] != stateFormat}
+	f := data[0]
+	d := decoder{b: data[1:], b2: f == stateFormatB2, b3: f <= stateFormatB3, b4: f <= stateFormatB4, b5: f <= stateFormatB5, b6: f <= stateFormatB6}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -724,6 +734,11 @@ func (d *decoder) policy(p *policy) {
 	p.period = d.bounds()
 	p.logW = d.i()
 	p.jump = d.i()
+	if !d.b6 {
+		p.wCap = d.i()
+		p.wLo = d.i()
+		p.pEnd = d.bounds()
+	}
 	p.lastReset = d.bounds()
 	p.lastE = d.i()
 	if !d.b5 {

@@ -540,10 +540,12 @@ func TestDecodeFormatB4(t *testing.T) {
 // 16 workers against a GCRA of 50/s without burst, X-RateLimit headers
 // with resets as Unix times, on 20 ms round trips: 3 requests, the bucket
 // taken for a window of one a second) decodes, with those counts empty;
-// encoded again, it is of the current format, 14 bytes longer, and decodes
-// to the same state.
+// encoded again, it is of the current format, longer, and decodes to the
+// same state.
 func TestDecodeFormatB5(t *testing.T) {
-	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 14, func(st *State) {
+	// Fourteen bytes more, and four of format 0xB7's (policy.wCap, wLo,
+	// pEnd).
+	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 18, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 1, p.limit)
@@ -552,6 +554,26 @@ func TestDecodeFormatB5(t *testing.T) {
 		require.Zero(t, p.labN)
 		require.Zero(t, p.countRefused)
 		require.Equal(t, [admKeep]bounds{}, p.adm)
+	})
+}
+
+// TestDecodeFormatB6: a state of the format before a policy searched for a
+// window shorter than a second (testdata/policy-b6.state, written by the
+// pace of 6cfece5 after 3 s of 16 workers against a fixed window of 5 per
+// 100 ms, X-RateLimit headers with resets as Unix times rounded down, on
+// 20 ms round trips: 31 requests, the window taken for one of a second)
+// decodes, with no search begun; encoded again, it is of the current
+// format, four bytes longer (policy.wCap, wLo, pEnd), and decodes to the
+// same state.
+func TestDecodeFormatB6(t *testing.T) {
+	decodeOlder(t, "testdata/policy-b6.state", stateFormatB6, 4, func(st *State) {
+		require.Len(t, st.k.policies, 1)
+		p := &st.k.policies[0]
+		require.EqualValues(t, 5, p.limit)
+		require.EqualValues(t, 1e9, p.period.hi, "a window of a second")
+		require.Zero(t, p.wCap)
+		require.Zero(t, p.wLo)
+		require.False(t, p.pEnd.known())
 	})
 }
 
@@ -581,9 +603,9 @@ func decodeOlder(t *testing.T, file string, format byte, more int, check func(*S
 // X-RateLimit headers) decodes, with that instant unknown; encoded again,
 // it is of the current format and decodes to the same state.
 func TestDecodeFormatB3(t *testing.T) {
-	// Sixteen bytes more: policy.anchorAt, labE, labN, adm (its length and
-	// five pairs) and countRefused, and silent.lost.
-	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 16, func(st *State) {
+	// Twenty bytes more: policy.anchorAt, labE, labN, adm (its length and
+	// five pairs), countRefused, wCap, wLo and pEnd, and silent.lost.
+	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 20, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 50, p.limit)

@@ -835,3 +835,35 @@ func TestCloseAdmissions(t *testing.T) {
 	}
 	require.Equal(t, uint8(allCandidates), p.alive, "a limit the server did not say may be more")
 }
+
+// TestShortWindow: a fixed window shorter than the second that its resets
+// are rounded to (sethvargo/go-limiter's interval of 100 ms, 5 a window,
+// X-RateLimit headers with resets as Unix times, rounded down as it writes
+// them, or up): the window of a second that the resets suggest is searched
+// down to the server's (shorter). Before, rounded down, it paced at 5 a
+// second (20 requests in [4 s, 8 s)); rounded up, the window was refuted
+// and a bucket alone refused a sixth of the requests (67 of 391).
+func TestShortWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []ratelimittest.Option
+		least int // requests sent in [4 s, 8 s), of 200 at most
+	}{
+		{"resets rounded down", []ratelimittest.Option{ratelimittest.WithFloorResets()}, 60},
+		{"resets rounded up", nil, 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: append([]ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Limit: 5, Window: 100 * time.Millisecond}),
+					ratelimittest.WithDialect(ratelimittest.XRateLimit),
+				}, tc.opts...),
+				workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second,
+			})
+			n := e.sentIn(sec(4), sec(8))
+			t.Logf("%d sends, %d refused (%v); %d in [4s, 8s)", len(e.sends), len(e.refused), e.refused, n)
+			require.LessOrEqual(t, len(e.refused), 5, "refused")
+			require.GreaterOrEqual(t, n, tc.least)
+		})
+	}
+}

@@ -53,9 +53,15 @@ type policy struct {
 	// logW is the sliding log's; jump is the least distance seen between
 	// the instants that resets point at (see learnPeriod), and lastReset
 	// the newest answer's.
-	period    bounds
-	logW      int64
-	jump      int64
+	period bounds
+	logW   int64
+	jump   int64
+	// wCap and wLo bound a window shorter than the second that whole-
+	// second resets are rounded to (see shorter), once the answers showed
+	// one (0: none known); pEnd is where the newest end of the fixed
+	// window that an answer showed lies.
+	wCap, wLo int64
+	pEnd      bounds
 	lastReset bounds
 	lastE     int64 // the newest answer's reset on the server's clock, when it was an instant
 	// labE is the newest reset instant on the server's clock that an
@@ -264,3 +270,27 @@ const (
 	probeShare = 0.01
 	probeBurst = 2
 )
+
+// subSecond reports whether p's window is known to be shorter than a
+// second, the precision of resets in whole seconds: said by the server, or
+// bounded by the client's admissions (countCap). Several of its windows
+// then end under one reset instant.
+func (p *policy) subSecond() bool {
+	return p.said > 0 && p.said < 1e9 || p.said == 0 && p.wCap > 0 && p.wCap < 1e9
+}
+
+// shortOpen reports whether p's window may be shorter than a second
+// though its answers take it for one: the server does not say its window,
+// and no reset was more than a second away, which in whole seconds says
+// only that the quota returns within one. A limit of 4 or less is left
+// as it was (closeAdmissions and countProbe take a limit of one or two): a
+// window's whole quota back differs from a bucket's refill of a unit or
+// two by no more than the noise of the levels (levelNoise at each end),
+// and a bucket of a small burst was taken for such a window.
+func (p *policy) shortOpen() bool {
+	return p.limitSaid && p.limit > 2*levelNoise && p.said == 0 && p.logW <= 1e9
+}
+
+// minShortWindow is the shortest window a search for one shorter than a
+// second starts from: the silent model's shortest.
+const minShortWindow = 10e6

@@ -428,8 +428,14 @@ type holdResult struct {
 func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 	fl := k.flight(p)
 	inflight := fl.n
-	if p.obsRem-p.since-inflight >= need {
-		// Whatever returns, what the newest answer left is still there.
+	if left := p.obsRem - p.since - inflight; left >= need {
+		// Whatever returns, what the newest answer left is still there;
+		// the last of it may wait to test a window's end (reserveEnd).
+		if left == need {
+			if at := p.reserveEnd(arrive, need, fl, p.plausible()); at > arrive {
+				return p.endWait(now, arrive, at)
+			}
+		}
 		return holdResult{ok: true}
 	}
 	p.revive(arrive)
@@ -443,6 +449,9 @@ func (p *policy) hold(k *keyState, now, arrive, need int64) holdResult {
 		}
 	}
 	if ok {
+		if at := p.reserveEnd(arrive, need, fl, pl); at > arrive {
+			return p.endWait(now, arrive, at)
+		}
 		if at := p.reserveProbe(k, arrive, need, fl, pl); at > arrive {
 			return holdResult{at: at - (arrive - now), why: WhyProbe, detail: p.describe(cBucket) + "; the last unit waits to tell a bucket from a window"}
 		}
@@ -721,6 +730,42 @@ func (p *policy) reserveProbe(k *keyState, arrive, need int64, fl flight, pl uin
 	}
 	return at
 }
+
+// reserveEnd is reserveProbe for a search for a window shorter than a
+// second (see shorter): the last unit of a window, which every candidate
+// agrees is there, waits until the middle of the bounds on the window's
+// next end. Its answer tells, at no risk of a refusal, whether the window
+// had ended by then (the answer shows a fresh window, which bounds the
+// window's length from above) or not (it was counted in the window it
+// was left in, which bounds it from below): the bounds halve each window,
+// where waiting for the latest end they allow kept them where they were.
+// It returns when to send it, or arrive to send it now.
+func (p *policy) reserveEnd(arrive, need int64, fl flight, pl uint8) int64 {
+	b := p.win[cWindow]
+	if p.wCap == 0 || pl&(1<<cWindow) == 0 || p.period.hi-p.period.lo < shortSpread || !b.known() {
+		return arrive
+	}
+	for c := range nCand {
+		if pl&(1<<c) != 0 && p.avail(candidate(c), arrive, fl, cautious) >= float64(need+1) {
+			return arrive // not the last unit
+		}
+	}
+	mid := b.lo + (b.hi-b.lo)/2
+	if mid <= arrive || mid >= b.hi {
+		return arrive
+	}
+	return mid
+}
+
+// endWait is hold's answer for a last unit that reserveEnd holds until at,
+// for a request that would reach the server at arrive if sent at now.
+func (p *policy) endWait(now, arrive, at int64) holdResult {
+	return holdResult{at: at - (arrive - now), why: WhyProbe, detail: p.describe(cWindow) + "; the last unit waits to find where the window ends"}
+}
+
+// shortSpread is how close the bounds on a window shorter than a second
+// come before its search ends (reserveEnd).
+const shortSpread = 5e6
 
 // probeGain is the least a probe must save over waiting for the cautious
 // candidate to be worth a refusal: a refused request waits at least
