@@ -525,7 +525,7 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 		// A fixed window that ended before its bounds allowed may be
 		// shorter than a second, where the answer found the whole quota
 		// back (not the partial return of a bucket or a counter).
-		whole := float64(r) >= p.freshFloor(a, since)+p.scoreSlack()
+		whole := r != prevRem && float64(r) >= p.freshFloor(a, since)+p.scoreSlack() // (undescribed passes prevRem)
 		if c == cWindow && !(whole && p.shorter(a, prevAt, early)) && early && !p.resetsUnreliable() {
 			return diff // the window cannot have ended yet
 		}
@@ -953,6 +953,9 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	if reset%1e9 == 0 {
 		lo = max(floorDiv(d, 1e9)*1e9, 1e9)
 	}
+	if lo > 1e9 && p.wCap > 0 {
+		p.endShort() // a reset more than a second away: no window shorter than one
+	}
 	p.logW = max(p.logW, lo)
 	if o.ResetAbsolute && a.date != 0 {
 		// An instant on the server's clock is exact to its precision:
@@ -1001,24 +1004,27 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	p.capPeriod()
 }
 
-// countCap bounds the window by counting the client's own admissions, for
-// a server that does not say its window and whose resets, in whole
-// seconds, say it ends within a second: the window is then taken to be a
-// second long, as servers configure them, unless the admissions show it
-// shorter (go-chi/httprate's window of 200 ms, sethvargo/go-limiter's
-// interval of 100 ms, each writing its reset to the second: 5 and 10 a
-// second where 50 were admitted). No window of length w admits more than
-// its limit L in each of the windows that meet a span s, at most s/w + 2
-// of them, whatever their phase, whether they open on the clock or at a
-// first request, and neither a sliding counter (each of its windows
-// counts at most L) nor a sliding log admits more: N admissions within s
-// mean w < s L / (N - 2L). The span runs from the first unit counted
-// within the last second to this answer, widened by a round trip at each
-// end, since each unit was counted somewhere between its sending and its
-// answer. Others' spending only lowers what the client was admitted.
+// countCap bounds the window by counting the client's own admissions, for a
+// server that does not say its window and whose resets, in whole seconds,
+// say it ends within a second: the window is then taken to be a second
+// long, as servers configure them, unless the admissions show it shorter
+// (go-chi/httprate's window of 100 ms and sethvargo/go-limiter's interval
+// of 100 ms, 5 a window, each writing its reset to the second). No window
+// of length w admits more than its limit L in each of the windows that meet
+// a span s, at most s/w + 2 of them, whatever their phase, whether they
+// open on the clock or at a first request, and neither a sliding counter
+// (each of its windows counts at most L) nor a sliding log admits more: N
+// admissions within s mean w < s L / (N - 2L). The span runs from the first
+// unit counted within the last second to this answer, widened by a round
+// trip at each end, since each unit was counted somewhere between its
+// sending and its answer. Others' spending only lowers what the client was
+// admitted.
 func (p *policy) countCap(a *answer) {
 	if !p.shortOpen() || p.period.hi <= 0 {
 		return
+	}
+	if len(p.own.e) >= maxLedger {
+		return // squeezed: merged units take the later instant, and the span would be short
 	}
 	first := p.own.firstAfter(a.at - 1e9)
 	if first == never || first > a.at {
@@ -1056,8 +1062,8 @@ func (p *policy) beginShort(w, now int64) {
 	}
 }
 
-// shorter takes in an answer that found the whole quota back, the first
-// of a fresh fixed window, which ended after the answer before (counted at
+// shorter takes in an answer that found the whole quota back, the first of
+// a fresh fixed window, which ended after the answer before (counted at
 // prevAt); early says the window's bounds did not allow it to end yet (the
 // candidate is then refuted unless shorter says otherwise). It reports
 // whether a window shorter than a second explains it.
@@ -1067,20 +1073,21 @@ func (p *policy) beginShort(w, now int64) {
 // early, or more were admitted within a second than any window of a second
 // admits (countCap), the window's length is searched for between wLo and
 // wCap instead of taken for a second (and labelled no longer takes more
-// admitted under one reset than the limit for a bucket's): two ends shown one after the other are at most the span
-// from the answer before the earlier to the later apart (wCap, with a
-// round trip for the instants' uncertainty); an answer counted in the
-// window that the newest end opened says the next had not come when it
-// was sent (wLo, notShorter); and the last unit of each window waits for
-// the middle of the bounds on its end (reserveEnd), so that the bounds
-// close in at no risk of a refusal. (go-chi/httprate with a window of 100
-// ms, sethvargo/go-limiter with an interval of 100 ms, each writing its
-// resets to the second and rounding them down: the window of a second
-// that the resets suggest was refuted when it refilled ten times in one,
-// and a bucket alone paced, refused a sixth of the requests, or it stood
-// and paced at a tenth of the rate, 9.1-9.7x on loopback.)
+// admitted under one reset than the limit for a bucket's): two ends shown
+// one after the other are at most the span from the answer before the
+// earlier to the later apart (wCap, with a round trip for the instants'
+// uncertainty); an answer counted in the window that the newest end opened
+// says the next had not come when it was sent (wLo, notShorter); and the
+// last unit of each window waits for the middle of the bounds on its end
+// (reserveEnd), so that the bounds close in at no risk of a refusal.
+// (go-chi/httprate with a window of 100 ms, sethvargo/go-limiter with an
+// interval of 100 ms, each writing its resets to the second and rounding
+// them down: the window of a second that the resets suggest was refuted
+// when it refilled ten times in one, and a bucket alone paced, refused a
+// sixth of the requests, or it stood and paced at a tenth of the rate,
+// 9.1-9.7x on loopback.)
 func (p *policy) shorter(a *answer, prevAt int64, early bool) bool {
-	if !p.shortOpen() {
+	if !p.shortOpen() || p.period.hi <= 0 {
 		return false
 	}
 	prev := p.pEnd
@@ -1095,6 +1102,9 @@ func (p *policy) shorter(a *answer, prevAt int64, early bool) bool {
 		// The answer before this one was counted after the one that
 		// showed the end before (in the window it opened), so the two
 		// ends differ; each answer was counted within its round trip.
+		// (Requiring the instants ordered beyond their uncertainty,
+		// orderSlack, kept the bounds wide: a sliding log of the grid was
+		// refused 53 times in 353 where it was 8.)
 		p.wCap = min(p.wCap, a.recv-prev.lo+a.k.rtt)
 	}
 	p.capPeriod()
@@ -1107,9 +1117,16 @@ func (p *policy) shorter(a *answer, prevAt int64, early bool) bool {
 // window's quota, it was counted in the window that the newest end shown
 // opened, so the next end had not come when it was sent.
 func (p *policy) notShorter(a *answer, r, since int64) {
-	if e := p.pEnd; p.wCap > 0 && e.known() && a.sent > e.hi && a.sent-e.hi < p.wCap && p.alive&(1<<cWindow) != 0 &&
-		(a.refused || float64(r) < p.freshFloor(a, since)) {
-		p.wLo = max(p.wLo, a.sent-e.hi)
+	e := p.pEnd
+	if p.wCap == 0 || !e.known() || p.rolledAt > e.hi || p.alive&(1<<cWindow) == 0 {
+		return // no search, or the window rolled since the newest end shown (a partial return)
+	}
+	if a.refused && r != 0 || !a.refused && float64(r) >= p.freshFloor(a, since) {
+		return // another policy's refusal, or a fresh window
+	}
+	// The end shown was at most a round trip after its answer's instant.
+	if lo := a.sent - e.hi - a.k.rtt; lo > p.wLo && lo < p.wCap {
+		p.wLo = lo
 		p.capPeriod()
 	}
 }
@@ -1120,14 +1137,24 @@ func (p *policy) capPeriod() {
 	if p.wCap <= 0 {
 		return
 	}
+	if p.said > 0 {
+		p.endShort() // the server says its window
+		return
+	}
 	if p.wLo >= p.wCap {
-		// The bounds crossed: the evidence misled (another client's
-		// spending, answers out of order); the search starts again.
+		// The bounds crossed: the lower one misled (another client's
+		// spending, an answer counted in a window after the one the
+		// newest end opened); the upper one, from what was admitted,
+		// stands, and the lower one is found again.
 		p.wLo = 0
 	}
 	p.period = bounds{min(max(p.wLo, minShortWindow), p.wCap), p.wCap}
 	p.logW = min(p.logW, p.wCap)
 }
+
+// endShort ends a search for a window shorter than a second; the resets
+// bound the window again (learnPeriod).
+func (p *policy) endShort() { p.wCap, p.wLo, p.pEnd = 0, 0, bounds{} }
 
 // maxJumpOverDelay is how much longer than the longest delay to a reset a
 // jump between resets may be and still be the window: the longest delay

@@ -56,10 +56,10 @@ type policy struct {
 	period bounds
 	logW   int64
 	jump   int64
-	// wCap and wLo bound a window shorter than the second that whole-
-	// second resets are rounded to (see shorter), once the answers showed
+	// wCap and wLo bound a window shorter than the second that resets in
+	// whole seconds are rounded to (see shorter), once the answers showed
 	// one (0: none known); pEnd is where the newest end of the fixed
-	// window that an answer showed lies.
+	// window lies that an answer showed with the whole quota back.
 	wCap, wLo int64
 	pEnd      bounds
 	lastReset bounds
@@ -273,7 +273,7 @@ const (
 
 // subSecond reports whether p's window is known to be shorter than a
 // second, the precision of resets in whole seconds: said by the server, or
-// bounded by the client's admissions (countCap). Several of its windows
+// bounded by a search for it (shorter, countCap). Several of its windows
 // then end under one reset instant.
 func (p *policy) subSecond() bool {
 	return p.said > 0 && p.said < 1e9 || p.said == 0 && p.wCap > 0 && p.wCap < 1e9

@@ -339,7 +339,7 @@ func WithCoarseResets() Option {
 // (X-RateLimit-Reset's and GitHub's epoch seconds, Anthropic's RFC 3339
 // dates) rounded down rather than up, as go-chi/httprate and
 // sethvargo/go-limiter write them: a window that ends within the current
-// second says it resets at the second's start, before the Date. Delays,
+// second says it resets at the Date's own second. Delays,
 // Retry-After and admission are unchanged.
 func WithFloorResets() Option {
 	return func(c *config) { c.faults.floor = true }
