@@ -525,7 +525,7 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 		// A fixed window that ended before its bounds allowed may be
 		// shorter than a second, where the answer found the whole quota
 		// back (not the partial return of a bucket or a counter).
-		whole := r != prevRem && float64(r) >= p.freshFloor(a, since)+p.scoreSlack() // (undescribed passes prevRem)
+		whole := r != prevRem && p.whole(a, r, since) // (undescribed passes prevRem)
 		if c == cWindow && !(whole && p.shorter(a, prevAt, early)) && early && !p.resetsUnreliable() {
 			return diff // the window cannot have ended yet
 		}
@@ -680,6 +680,13 @@ func (p *policy) freshFloor(a *answer, since int64) float64 {
 	return float64(p.limit-mine-1) - p.scoreSlack()
 }
 
+// whole reports whether an answer that found r left, since units of the
+// client's counted after the newest answer, found a fresh window's whole
+// quota: freshFloor without the slack it allows for others' spending.
+func (p *policy) whole(a *answer, r, since int64) bool {
+	return float64(r) >= p.freshFloor(a, since)+p.scoreSlack()
+}
+
 // settleWindows takes in an answer counted after a window candidate's
 // bounds say its window ended: a fresh window's count moves the bounds to
 // the next window's end; an old window's count says it had not ended.
@@ -691,7 +698,7 @@ func (p *policy) settleWindows(a *answer, r, since int64) {
 			continue
 		}
 		if fresh {
-			if c == cWindow && float64(r) >= p.freshFloor(a, since)+p.scoreSlack() {
+			if c == cWindow && p.whole(a, r, since) {
 				p.shorter(a, p.obsAt, false) // an end shown where it was due
 			}
 			p.rollWindow(c, a.at)

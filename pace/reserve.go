@@ -714,10 +714,8 @@ func (p *policy) reserveProbe(k *keyState, arrive, need int64, fl flight, pl uin
 	if pl&(1<<cBucket) == 0 || p.rLo > 0 || p.rReset <= 0 || pl == 1<<cBucket {
 		return arrive
 	}
-	for c := range nCand {
-		if pl&(1<<c) != 0 && p.avail(c, arrive, fl, cautious) >= float64(need+1) {
-			return arrive // not the last unit
-		}
+	if !p.lastUnit(arrive, need, fl, pl) {
+		return arrive
 	}
 	at := p.when(cBucket, arrive, need+1, fl, cautious)
 	if at == never || at-arrive < p.probeGain(k) {
@@ -745,16 +743,25 @@ func (p *policy) reserveEnd(arrive, need int64, fl flight, pl uint8) int64 {
 	if p.wCap == 0 || pl&(1<<cWindow) == 0 || p.period.hi-p.period.lo < shortSpread || !b.known() {
 		return arrive
 	}
-	for c := range nCand {
-		if pl&(1<<c) != 0 && p.avail(candidate(c), arrive, fl, cautious) >= float64(need+1) {
-			return arrive // not the last unit
-		}
+	if !p.lastUnit(arrive, need, fl, pl) {
+		return arrive
 	}
 	mid := b.lo + (b.hi-b.lo)/2
 	if mid <= arrive || mid >= b.hi {
 		return arrive
 	}
 	return mid
+}
+
+// lastUnit reports whether no candidate in pl says more than need units
+// are there at arrive: a request of need units would spend the last.
+func (p *policy) lastUnit(arrive, need int64, fl flight, pl uint8) bool {
+	for c := range nCand {
+		if pl&(1<<c) != 0 && p.avail(candidate(c), arrive, fl, cautious) >= float64(need+1) {
+			return false
+		}
+	}
+	return true
 }
 
 // endWait is hold's answer for a last unit that reserveEnd holds until at,
