@@ -220,10 +220,7 @@ func (p *policy) onlyBucket(cs uint8, now int64) {
 	if cs == 0 {
 		return
 	}
-	if p.alive&(1<<cBucket) == 0 {
-		p.alive |= 1 << cBucket
-		p.score[cBucket] = 0
-	}
+	p.consider(cBucket)
 	p.refute(cs, now)
 }
 
@@ -1063,9 +1060,8 @@ func (p *policy) countCap(a *answer) {
 func (p *policy) beginShort(w, now int64) {
 	p.wCap = w
 	p.capPeriod()
-	if c := cWindow; p.alive&(1<<c) == 0 && now-p.refuted[c] <= 1e9 {
-		p.alive |= 1 << c
-		p.score[c] = 0
+	if p.alive&(1<<cWindow) == 0 && now-p.refuted[cWindow] <= 1e9 {
+		p.consider(cWindow)
 	}
 }
 

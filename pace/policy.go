@@ -223,10 +223,16 @@ func (p *policy) refute(cs uint8, now int64) {
 // for the rest of the window, and requests failed.)
 func (p *policy) reconsider() {
 	for c := range nCand {
-		if p.alive&(1<<c) == 0 {
-			p.alive |= 1 << c
-			p.score[c] = 0
-		}
+		p.consider(candidate(c))
+	}
+}
+
+// consider brings candidate c back into the running, with no score, if it
+// was set aside.
+func (p *policy) consider(c candidate) {
+	if p.alive&(1<<c) == 0 {
+		p.alive |= 1 << c
+		p.score[c] = 0
 	}
 }
 
@@ -244,9 +250,8 @@ const reconsiderSlacks = 2
 func (p *policy) revive(now int64) {
 	after := max(reviveWindows*p.period.hi, int64(reviveFloor))
 	for c := range nCand {
-		if p.alive&(1<<c) == 0 && now-p.refuted[c] > after {
-			p.alive |= 1 << c
-			p.score[c] = 0
+		if now-p.refuted[c] > after {
+			p.consider(candidate(c))
 		}
 	}
 }
