@@ -204,6 +204,7 @@ func (p *pacer) holdSlow(req *http.Request, key string, preq pace.Request, caps 
 	if hasDeadline && dl.Before(t.deadline) {
 		t.deadline = dl
 	}
+	preq.Deadline = t.deadline // no unit held back to learn past it
 	var kw *keyWaiters
 	for {
 		kw = p.keyWaiters(key)

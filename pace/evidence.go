@@ -504,7 +504,11 @@ func (p *policy) explainSurplus(c candidate, a *answer, r, prevAt, prevRem, sinc
 	case cWindow, cAnchored:
 		b := &p.win[c]
 		early := b.known() && b.lo > a.at
-		if early && !p.resetsUnreliable() && (c != cWindow || float64(r) < p.freshFloor(a, since)) {
+		// During a search for a window shorter than a second (shorter,
+		// which the fixed window, weighed first, begins), the bounds of a
+		// window from a first request were a second's too.
+		short := c == cAnchored && p.wCap > 0
+		if early && !p.resetsUnreliable() && (c != cWindow && !short || float64(r) < p.freshFloor(a, since)) {
 			return diff // the window cannot have ended yet
 		}
 		// The window ended since the answer before: a fresh one holds the
@@ -1121,14 +1125,23 @@ func (p *policy) shorter(a *answer, prevAt int64, early bool) bool {
 // opened, so the next end had not come when it was sent.
 func (p *policy) notShorter(a *answer, r, since int64) {
 	e := p.pEnd
-	if p.wCap == 0 || !e.known() || p.rolledAt > e.hi || p.alive&(1<<cWindow) == 0 {
-		return // no search, or the window rolled since the newest end shown (a partial return)
+	if !p.shortOpen() || !e.known() || p.rolledAt > e.hi || p.alive&(1<<cWindow) == 0 {
+		return // no window shorter than a second, or the window rolled since the newest end shown (a partial return)
 	}
 	if a.refused && r != 0 || !a.refused && float64(r) >= p.freshFloor(a, since) {
 		return // another policy's refusal, or a fresh window
 	}
+	if p.wCap == 0 && a.k.inflightAll(p) > 0 {
+		// Before a search, the bound says how long a window the last
+		// unit tested (reserveShort), and only an answer with nothing of
+		// the client's in flight gives it: a burst's answers come back
+		// in any order, and on loopback one counted in a fresh window,
+		// short of its quota by the others', came back first and took
+		// the window for a second long for good.
+		return
+	}
 	// The end shown was at most a round trip after its answer's instant.
-	if lo := a.sent - e.hi - a.k.rtt; lo > p.wLo && lo < p.wCap {
+	if lo := a.sent - e.hi - a.k.rtt; lo > p.wLo && (p.wCap == 0 || lo < p.wCap) {
 		p.wLo = lo
 		p.capPeriod()
 	}

@@ -346,7 +346,12 @@ type emulation struct {
 	refused []time.Duration // refusals, by when they were sent
 	probes  int             // refused requests that probed a policy
 	whys    map[Why]int     // waits that Reserve decided, by reason
-	st      *State
+	// tests are how long requests were held back, while a unit was
+	// there, for the last unit of a window to test where it ends, from
+	// the first such wait to the send (waits for anything else between
+	// end one).
+	tests []time.Duration
+	st    *State
 }
 
 // admitted returns how many of the sends the server admitted.
@@ -415,6 +420,9 @@ type emu struct {
 	// reverse of the order in which the server saw them (it is not
 	// bound to answer in that order): the last arrival's first.
 	reverse bool
+	// deadline, when set, gives each request asked at an instant the
+	// Deadline that instant plus deadline.
+	deadline time.Duration
 }
 
 // isProbe reports whether lease seq probes one of st's policies.
@@ -462,6 +470,7 @@ func emulate(t *testing.T, e emu) *emulation {
 	fly := make([]*flight, e.workers)   // its request in flight, if any
 	pend := make([]*arrival, e.workers) // its request on its way to the server
 	leases := make([]Lease, e.workers)
+	held := make([]time.Time, e.workers) // since when it waits for a test
 	for i := range ask {
 		ask[i] = start
 	}
@@ -526,12 +535,26 @@ func emulate(t *testing.T, e emu) *emulation {
 			}
 			continue
 		}
-		d := st.Reserve(at, e.req, e.cfg)
+		req := e.req
+		if e.deadline > 0 {
+			req.Deadline = at.Add(e.deadline)
+		}
+		d := st.Reserve(at, req, e.cfg)
 		if !d.OK {
 			require.Truef(t, d.At.After(at), "a refusal at %v to ask again at %v", at, d.At)
 			out.whys[d.Why]++
 			ask[w] = d.At
+			switch {
+			case !strings.Contains(d.Detail, "the last unit waits"):
+				held[w] = time.Time{}
+			case held[w].IsZero():
+				held[w] = at
+			}
 			continue
+		}
+		if !held[w].IsZero() {
+			out.tests = append(out.tests, at.Sub(held[w]))
+			held[w] = time.Time{}
 		}
 		out.sends = append(out.sends, at.Sub(start))
 		leases[w] = d.Lease
