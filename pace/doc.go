@@ -64,6 +64,11 @@
 // searched for between the bounds the ends shown and the admissions set,
 // the last unit of each window sent at the middle of the bounds on its end
 // (its answer, a fresh window or not, halves them at no risk of a refusal).
+// A client that spends each window's quota in one burst and then waits
+// shows neither: until a window held its last unit for most of a second,
+// that unit is held to land just before the soonest end a window of a
+// second allows, where a shorter window shows a fresh one (never past the
+// request's Deadline: a request is not failed for a test).
 // Resets, Retry-After and the window's length are evidence too: they bound
 // a candidate's parameters (where a window ends, how fast a bucket fills:
 // what is missing over the latest and the earliest instant the reset
