@@ -1119,10 +1119,12 @@ func (p *policy) shorter(a *answer, prevAt int64, early bool) bool {
 }
 
 // notShorter takes in an answer that found r left, since units of the
-// client's counted after the newest answer, during a search for a window
+// client's counted after the newest answer, where p's window may be
 // shorter than a second (see shorter): refused, or short of a fresh
 // window's quota, it was counted in the window that the newest end shown
-// opened, so the next end had not come when it was sent.
+// opened, so the next end had not come when it was sent (wLo). During a
+// search that bounds the window; before one, how long a window the last
+// unit held back has tested (reserveShort).
 func (p *policy) notShorter(a *answer, r, since int64) {
 	e := p.pEnd
 	if !p.shortOpen() || !e.known() || p.rolledAt > e.hi || p.alive&(1<<cWindow) == 0 {
@@ -1141,7 +1143,11 @@ func (p *policy) notShorter(a *answer, r, since int64) {
 		return
 	}
 	// The end shown was at most a round trip after its answer's instant.
-	if lo := a.sent - e.hi - a.k.rtt; lo > p.wLo && (p.wCap == 0 || lo < p.wCap) {
+	most := p.wCap
+	if most == 0 {
+		most = 1e9 // a window of a second at most, or the answer misled
+	}
+	if lo := a.sent - e.hi - a.k.rtt; lo > p.wLo && lo < most {
 		p.wLo = lo
 		p.capPeriod()
 	}

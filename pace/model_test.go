@@ -2,6 +2,7 @@ package pace
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -878,25 +879,56 @@ func TestShortWindow(t *testing.T) {
 // second the resets name, until the last unit of a window waits to land
 // just before the soonest end that a window of a second allows
 // (reserveShort) and shows it shorter. Before, it paced at 10 a second (40
-// requests in [4 s, 8 s)). A request that gives up sooner than that wait
-// goes at once: no request is held back for a test past its deadline.
+// requests in [4 s, 8 s)). One worker on round trips of 20 ms spreads a
+// window's units over it and shows its ends itself: it holds nothing back
+// (holding cost it 180 -> 76). A request is not held back for a test
+// unless its answer can be back before its deadline (given when it was
+// first asked for; a deadline of 5 s leaves the tests, and so does one past
+// what int64 nanoseconds since 1970 hold, a WithMaxWait of "for ever").
 func TestShortWindowAfterBurst(t *testing.T) {
 	opts := []ratelimittest.Option{
 		ratelimittest.WithQuota(ratelimittest.Quota{Limit: 10, Window: 200 * time.Millisecond}),
 		ratelimittest.WithDialect(ratelimittest.XRateLimit),
 		ratelimittest.WithFloorResets(),
 	}
-	e := emulate(t, emu{opts: opts, workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second})
-	n := e.sentIn(sec(4), sec(8))
-	t.Logf("%d sends, %d refused (%v); %d in [4s, 8s); held for tests %v", len(e.sends), len(e.refused), e.refused, n, e.tests)
-	require.LessOrEqual(t, len(e.refused), 10, "refused")
-	require.GreaterOrEqual(t, n, 150)
-	require.NotEmpty(t, e.tests)
-
-	const deadline = 100 * time.Millisecond
-	e = emulate(t, emu{opts: opts, workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second, deadline: deadline})
-	t.Logf("with a deadline of %v: held for tests %v", deadline, e.tests)
-	for _, d := range e.tests {
-		require.LessOrEqual(t, d, deadline)
+	for _, tc := range []struct {
+		name    string
+		workers int
+		latency time.Duration
+		least   int           // requests sent in [4 s, 8 s), of 200 at most
+		held    time.Duration // the longest a unit is held back for a test, at least
+	}{
+		{"16 workers, 20 ms", 16, 20 * time.Millisecond, 150, 500 * time.Millisecond},
+		{"4 workers, 1 ms", 4, time.Millisecond, 150, 500 * time.Millisecond},
+		{"one worker, 20 ms", 1, 20 * time.Millisecond, 170, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := emulate(t, emu{opts: opts, workers: tc.workers, latency: tc.latency, span: 10 * time.Second})
+			n := e.sentIn(sec(4), sec(8))
+			t.Logf("%d sends, %d refused (%v); %d in [4s, 8s); held for tests %v", len(e.sends), len(e.refused), e.refused, n, e.tests)
+			require.LessOrEqual(t, len(e.refused), 10, "refused")
+			require.GreaterOrEqual(t, n, tc.least)
+			longest := time.Duration(0)
+			for _, d := range e.tests {
+				longest = max(longest, d)
+			}
+			if tc.held > 0 {
+				require.GreaterOrEqual(t, longest, tc.held, "the last unit held to test a window of a second")
+			} else {
+				require.Less(t, longest, 100*time.Millisecond, "only the search's short holds, no test of a window of a second")
+			}
+		})
+	}
+	for _, deadline := range []time.Duration{100 * time.Millisecond, 5 * time.Second, math.MaxInt64} {
+		t.Run(fmt.Sprint("deadline ", deadline), func(t *testing.T) {
+			e := emulate(t, emu{opts: opts, workers: 16, latency: 20 * time.Millisecond, span: 10 * time.Second, deadline: deadline})
+			t.Logf("held for tests %v", e.tests)
+			if deadline > time.Second {
+				require.NotEmpty(t, e.tests, "tests that fit the deadline go on")
+			}
+			for _, d := range e.tests {
+				require.Less(t, d+20*time.Millisecond, deadline, "held, and answered, within the deadline")
+			}
+		})
 	}
 }

@@ -420,8 +420,8 @@ type emu struct {
 	// reverse of the order in which the server saw them (it is not
 	// bound to answer in that order): the last arrival's first.
 	reverse bool
-	// deadline, when set, gives each request asked at an instant the
-	// Deadline that instant plus deadline.
+	// deadline, when set, gives each request the Deadline of when it was
+	// first asked for plus deadline.
 	deadline time.Duration
 }
 
@@ -470,7 +470,8 @@ func emulate(t *testing.T, e emu) *emulation {
 	fly := make([]*flight, e.workers)   // its request in flight, if any
 	pend := make([]*arrival, e.workers) // its request on its way to the server
 	leases := make([]Lease, e.workers)
-	held := make([]time.Time, e.workers) // since when it waits for a test
+	held := make([]time.Time, e.workers)  // since when it waits for a test
+	asked := make([]time.Time, e.workers) // since when it asks for its request
 	for i := range ask {
 		ask[i] = start
 	}
@@ -536,8 +537,11 @@ func emulate(t *testing.T, e emu) *emulation {
 			continue
 		}
 		req := e.req
+		if asked[w].IsZero() {
+			asked[w] = at
+		}
 		if e.deadline > 0 {
-			req.Deadline = at.Add(e.deadline)
+			req.Deadline = asked[w].Add(e.deadline)
 		}
 		d := st.Reserve(at, req, e.cfg)
 		if !d.OK {
@@ -556,6 +560,7 @@ func emulate(t *testing.T, e emu) *emulation {
 			out.tests = append(out.tests, at.Sub(held[w]))
 			held[w] = time.Time{}
 		}
+		asked[w] = time.Time{}
 		out.sends = append(out.sends, at.Sub(start))
 		leases[w] = d.Lease
 		pend[w] = &arrival{w: w, at: at.Add(rtt(n) / 2)}

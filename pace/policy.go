@@ -58,8 +58,10 @@ type policy struct {
 	jump   int64
 	// wCap and wLo bound a window shorter than the second that resets in
 	// whole seconds are rounded to (see shorter), once the answers showed
-	// one (0: none known); pEnd is where the newest end of the fixed
-	// window lies that an answer showed with the whole quota back.
+	// one (0: none known); before that, wLo is how long a window the
+	// tests of reserveShort showed it to be at least. pEnd is where the
+	// newest end of the fixed window lies that an answer showed with the
+	// whole quota back.
 	wCap, wLo int64
 	pEnd      bounds
 	lastReset bounds
