@@ -253,10 +253,7 @@ func (s *State) Reserve(now time.Time, req Request, cfg *Config) Decision {
 		}
 	}
 	arrive := t + k.lead()
-	until := unixNano(req.Deadline)
-	if req.Deadline.After(maxInstant) {
-		until = 0 // past what nanoseconds since 1970 hold (WithMaxWait of "for ever"): none
-	}
+	until := deadlineNano(req.Deadline)
 	var probes [8]int
 	np := 0
 	for i := range k.policies {
@@ -442,7 +439,7 @@ func (p *policy) hold(k *keyState, now, arrive, need, until int64) holdResult {
 		// Whatever returns, what the newest answer left is still there;
 		// the last of it may wait to test a window's end (reserveEnd).
 		if left == need {
-			if at := p.reserveEnd(k, arrive, need, fl, p.plausible()); at > arrive && testFits(now, arrive, at, until, k.rtt) {
+			if at := p.reserveEnd(k, arrive, need, fl, p.plausible()); testFits(now, arrive, at, until, k.rtt) {
 				return p.endWait(now, arrive, at)
 			}
 		}
@@ -459,10 +456,10 @@ func (p *policy) hold(k *keyState, now, arrive, need, until int64) holdResult {
 		}
 	}
 	if ok {
-		if at := p.reserveEnd(k, arrive, need, fl, pl); at > arrive && testFits(now, arrive, at, until, k.rtt) {
+		if at := p.reserveEnd(k, arrive, need, fl, pl); testFits(now, arrive, at, until, k.rtt) {
 			return p.endWait(now, arrive, at)
 		}
-		if at := p.reserveProbe(k, arrive, need, fl, pl); at > arrive && testFits(now, arrive, at, until, k.rtt) {
+		if at := p.reserveProbe(k, arrive, need, fl, pl); testFits(now, arrive, at, until, k.rtt) {
 			return holdResult{at: at - (arrive - now), why: WhyProbe, detail: p.describe(cBucket) + "; the last unit waits to tell a bucket from a window"}
 		}
 		return holdResult{ok: true}
@@ -740,8 +737,9 @@ func (p *policy) reserveProbe(k *keyState, arrive, need int64, fl flight, pl uin
 }
 
 // reserveEnd is reserveProbe for a search for a window shorter than a
-// second (see shorter; before one begins, reserveShort): the last unit of a window, which every candidate
-// agrees is there, waits until the middle of the bounds on the window's
+// second (see shorter; before one begins, reserveShort): the last unit of
+// a window, which every candidate agrees is there, waits until the middle
+// of the bounds on the window's
 // next end. Its answer tells, at no risk of a refusal, whether the window
 // had ended by then (the answer shows a fresh window, which bounds the
 // window's length from above) or not (it was counted in the window it
@@ -775,27 +773,26 @@ func (p *policy) reserveEnd(k *keyState, arrive, need int64, fl flight, pl uint8
 }
 
 // reserveShort is reserveEnd before a search for a window shorter than a
-// second has begun (see shorter): where the window may be one (shortOpen),
-// an answer showed where it ended last (pEnd) and the window's quota went
-// in a burst soon after (its other units admitted within shortBurst of
-// that answer), the last unit of the window waits to land just before the
-// soonest next end a window of a second allows (or, when that end was
-// shown to within no better than two thirds of a second, a third of a
-// second after it: such a window may then count it in a fresh one, which
-// narrows the end for the next test). Requests spread over the window
-// show its ends themselves (one worker with round trips of 20 ms on 10
-// per 200 ms: held, it went at 76 requests in four seconds, where 180
-// went without; countCap began the search). A burst that
-// spends the whole quota at once and then waits for the latest end a
-// window of a second allows shows nothing that such a window cannot
-// explain (sethvargo/go-limiter's and go-chi/httprate's 10 per 200 ms on
-// loopback, paced at 10 a second, 4.8x). The unit is there whenever it
-// goes (a window's unit stays until it ends, then a fresh one holds more;
-// no candidate returns less later): a window of a second counts it in the
-// same window, which says the window is at least about that long (wLo,
-// notShorter), and the tests stop; a shorter window counts it in a fresh
-// one, an end sooner than a window of a second allows, and the search
-// begins (shorter).
+// second has begun (see shorter). A burst that spends a window's whole
+// quota at once and then waits for the latest end a window of a second
+// allows shows nothing that such a window cannot explain
+// (sethvargo/go-limiter's and go-chi/httprate's 10 per 200 ms on loopback,
+// paced at 10 a second, 4.8x). So where the window may be shorter
+// (shortOpen), an answer showed where it ended last (pEnd) and the
+// window's other units were admitted within shortBurst of that answer, the
+// last unit waits to land just before the soonest next end a window of a
+// second allows (or, when that end was shown no better than to two thirds
+// of a second, a third of a second after it: such a window may then count
+// it in a fresh one, which narrows the end for the next test). The unit is
+// there whenever it goes (a window's unit stays until it ends, then a
+// fresh one holds more; no candidate returns less later): a window of a
+// second counts it in the same window, which says the window is at least
+// about that long (wLo, notShorter), and the tests stop; a shorter window
+// counts it in a fresh one, an end sooner than a window of a second
+// allows, and the search begins (shorter). Requests spread over a window
+// show its ends themselves, and are not held (one worker with round trips
+// of 20 ms on 10 per 200 ms, held, went at 76 requests in four seconds,
+// where 180 went without: countCap began the search).
 func (p *policy) reserveShort(k *keyState, arrive, need int64, fl flight, pl uint8) int64 {
 	e := p.pEnd
 	if !p.shortOpen() || pl&(1<<cWindow) == 0 || !e.known() || p.rolledAt > e.hi || 1e9-p.wLo < shortTested || p.lastAdmit-e.hi >= shortBurst {
@@ -837,15 +834,22 @@ func (p *policy) lastUnit(arrive, need int64, fl flight, pl uint8) bool {
 }
 
 // testFits reports whether a unit that would reach the server at arrive
-// if sent at now may be held back to reach it at at instead, for a request
-// given up at until (0: never): its answer, a round trip of rtt after it
-// goes, must be back before then.
+// if sent at now is to be held back to reach it at at instead (later), for
+// a request given up at until (0: never): its answer, a round trip of rtt
+// after it goes, must be back before then.
 func testFits(now, arrive, at, until, rtt int64) bool {
-	return until == 0 || at-(arrive-now)+rtt < until
+	return at > arrive && (until == 0 || at-(arrive-now)+rtt < until)
 }
 
-// maxInstant is the latest instant int64 nanoseconds since 1970 hold.
-var maxInstant = time.Unix(0, math.MaxInt64)
+// deadlineNano is unixNano for a request's deadline: none (0) when it is
+// zero or past what int64 nanoseconds since 1970 hold (a WithMaxWait of
+// "for ever", which UnixNano would wrap to a deadline long gone).
+func deadlineNano(t time.Time) int64 {
+	if t.After(time.Unix(0, math.MaxInt64)) {
+		return 0
+	}
+	return unixNano(t)
+}
 
 // endWait is hold's answer for a last unit that reserveEnd holds until at,
 // for a request that would reach the server at arrive if sent at now.
