@@ -75,10 +75,10 @@ const (
 // second before any search (pace's reserveShort): 30 of them are listed,
 // and 15 entries moved with it (ten of the 5 per 100 ms: seven better, a
 // counter faster with 4 refused more, two a little worse; two windows from
-// a first request at 5/s, a refusal fewer; two
-// cells with the Date 3 s behind, a refusal more; one with misleading
-// headers, 1.04x to 1.46x), all the worst of three runs at GOMAXPROCS 1, 2
-// and 4, which agreed: 359 of 742 cells meet their target. The reasons of the former come from the traces of 5be841c where a cell was listed then; a
+// a first request at 5/s, a refusal fewer; two cells with the Date 3 s
+// behind, a refusal more; one with misleading headers, 1.04x to 1.46x),
+// all the worst of three runs at GOMAXPROCS 1, 2 and 4, which agreed: 359
+// of 742 cells meet their target. The reasons of the former come from the traces of 5be841c where a cell was listed then; a
 // cell listed since carries the reason of its kind (its variation,
 // operating point, header family or algorithm). TestGrid fails when a cell does worse than listed here
 // (beyond tolRefused, tolX and tolFailed), and reports a cell that meets
