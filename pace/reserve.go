@@ -802,6 +802,9 @@ func (p *policy) reserveShort(k *keyState, arrive, need int64, fl flight, pl uin
 	if at-e.hi < shortFirst {
 		at = e.hi + shortFirst
 	}
+	// A test that reaches no further past the window's start than the
+	// windows already tested (wLo), by a quarter of shortTested, tells
+	// nothing new.
 	if at-e.hi < p.wLo+shortTested/4 || at <= arrive || !p.lastUnit(arrive, need, fl, pl) {
 		return arrive
 	}
