@@ -26,7 +26,12 @@ var ErrBadState = errors.New("pace: unreadable state")
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB7
+const stateFormat = 0xB8
+
+// stateFormatB7 is the format before a policy kept which of its bucket's
+// rates refusals refuted (policy.resetsDoubted, exactDoubted). It is still
+// read; none are.
+const stateFormatB7 = 0xB7
 
 // stateFormatB6 is the format before a policy searched for a window
 // shorter than a second (policy.wCap, wLo, pEnd). It is still read; the
@@ -70,9 +75,9 @@ const maxStrings = 32
 // rate-limit headers (bucket and policy names, units), and pace's own
 // reasons for a pause.
 //
-// # Layout (format 0xB7)
+// # Layout (format 0xB8)
 //
-// One byte, 0xB7, then the fields of the state in the order of their
+// One byte, 0xB8, then the fields of the state in the order of their
 // declaration, nothing between them, nothing after them:
 //
 //   - unsigned integers as uvarints (encoding/binary), signed ones as
@@ -322,6 +327,8 @@ func (e *encoder) policy(p *policy) {
 	e.f(p.rExact)
 	e.f(p.rFloor)
 	e.f(p.rUpper)
+	e.i(p.resetsDoubted)
+	e.bool(p.exactDoubted)
 	e.u(p.probe)
 	e.f(p.probeTokens)
 	e.i(p.trickled)
@@ -442,6 +449,7 @@ type decoder struct {
 	b4   bool // the layout is stateFormatB4's or older: no silent.lost
 	b5   bool // the layout is stateFormatB5's or older: no policy.labE, labN, adm, countRefused
 	b6   bool // the layout is stateFormatB6's or older: no policy.wCap, wLo, pEnd
+	b7   bool // the layout is stateFormatB7's or older: no policy.resetsDoubted, exactDoubted
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -454,7 +462,7 @@ func decodeState(data []byte) (keyState, error) {
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
 	f := data[0]
-	d := decoder{b: data[1:], b2: f == stateFormatB2, b3: f <= stateFormatB3, b4: f <= stateFormatB4, b5: f <= stateFormatB5, b6: f <= stateFormatB6}
+	d := decoder{b: data[1:], b2: f == stateFormatB2, b3: f <= stateFormatB3, b4: f <= stateFormatB4, b5: f <= stateFormatB5, b6: f <= stateFormatB6, b7: f <= stateFormatB7}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -767,6 +775,10 @@ func (d *decoder) policy(p *policy) {
 	p.rExact = d.f()
 	p.rFloor = d.f()
 	p.rUpper = d.f()
+	if !d.b7 {
+		p.resetsDoubted = d.i()
+		p.exactDoubted = d.bool()
+	}
 	p.probe = d.u()
 	p.probeTokens = d.f()
 	p.trickled = d.i()

@@ -543,9 +543,9 @@ func TestDecodeFormatB4(t *testing.T) {
 // encoded again, it is of the current format, longer, and decodes to the
 // same state.
 func TestDecodeFormatB5(t *testing.T) {
-	// Fourteen bytes more, and four of format 0xB7's (policy.wCap, wLo,
-	// pEnd).
-	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 18, func(st *State) {
+	// Fourteen bytes more, four of format 0xB7's (policy.wCap, wLo, pEnd)
+	// and two of 0xB8's (policy.resetsDoubted, exactDoubted).
+	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 20, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 1, p.limit)
@@ -563,10 +563,10 @@ func TestDecodeFormatB5(t *testing.T) {
 // 100 ms, X-RateLimit headers with resets as Unix times rounded down, on
 // 20 ms round trips: 31 requests, the window taken for one of a second)
 // decodes, with no search begun; encoded again, it is of the current
-// format, four bytes longer (policy.wCap, wLo, pEnd), and decodes to the
-// same state.
+// format, six bytes longer (policy.wCap, wLo, pEnd, resetsDoubted,
+// exactDoubted), and decodes to the same state.
 func TestDecodeFormatB6(t *testing.T) {
-	decodeOlder(t, "testdata/policy-b6.state", stateFormatB6, 4, func(st *State) {
+	decodeOlder(t, "testdata/policy-b6.state", stateFormatB6, 6, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 5, p.limit)
@@ -574,6 +574,26 @@ func TestDecodeFormatB6(t *testing.T) {
 		require.Zero(t, p.wCap)
 		require.Zero(t, p.wLo)
 		require.False(t, p.pEnd.known())
+	})
+}
+
+// TestDecodeFormatB7: a state of the format before a policy kept which of
+// its bucket's rates refusals refuted (testdata/policy-b7.state, written
+// by the pace of 1308fbd after 8 s of 16 workers against a fixed window of
+// 1 per 100 ms on the clock, X-RateLimit headers with resets rounded down,
+// on 20 ms round trips: 53 requests, 14 refused, the bucket alone alive,
+// its rate measured exactly at 16-23 a second) decodes, none refuted; encoded
+// again, it is of the current format, two bytes longer
+// (policy.resetsDoubted, exactDoubted), and decodes to the same state.
+func TestDecodeFormatB7(t *testing.T) {
+	decodeOlder(t, "testdata/policy-b7.state", stateFormatB7, 2, func(st *State) {
+		require.Len(t, st.k.policies, 1)
+		p := &st.k.policies[0]
+		require.EqualValues(t, 1, p.limit)
+		require.Equal(t, uint8(1<<cBucket), p.alive)
+		require.Greater(t, p.rLo, 15.0, "measured exactly, too fast")
+		require.Zero(t, p.resetsDoubted)
+		require.False(t, p.exactDoubted)
 	})
 }
 
@@ -603,9 +623,10 @@ func decodeOlder(t *testing.T, file string, format byte, more int, check func(*S
 // X-RateLimit headers) decodes, with that instant unknown; encoded again,
 // it is of the current format and decodes to the same state.
 func TestDecodeFormatB3(t *testing.T) {
-	// Twenty bytes more: policy.anchorAt, labE, labN, adm (its length and
-	// five pairs), countRefused, wCap, wLo and pEnd, and silent.lost.
-	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 20, func(st *State) {
+	// Twenty-two bytes more: policy.anchorAt, labE, labN, adm (its length
+	// and five pairs), countRefused, wCap, wLo, pEnd, resetsDoubted and
+	// exactDoubted, and silent.lost.
+	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 22, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 50, p.limit)

@@ -385,10 +385,11 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 			mine = 0
 		}
 	}
+	resetsFast := false
 	if f := short[cBucket] - float64(mine); f >= 1 && p.rReset > p.rLo {
 		// The bucket filled slower than its resets said: they meant
 		// something else.
-		p.rReset = 0
+		p.rReset, resetsFast = 0, true
 	}
 	for c := range nCand {
 		if p.alive&(1<<c) == 0 {
@@ -406,8 +407,55 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 			p.logF.add(a.at, n, p.quantum())
 		case cCounter:
 			p.ctrF.add(a.at, n, p.quantum())
+		case cBucket:
+			p.doubtRates(a, r, resetsFast)
 		}
 	}
+}
+
+// doubtRates takes in a refusal (no probe's) that the bucket found short
+// by a unit or more than the client's units in flight explain, r left,
+// resetsFast saying whether the rate its resets imply (rReset) was what
+// overstated its level. The refusal shows where the bucket's rate came
+// from to be no bucket's:
+//   - the rate the resets imply, for a revival period (resetsDoubted; see
+//     resetsTrusted), once the answers measured a rate of the bucket's own
+//     to fall back on (rLo): a fixed window shorter than a second, off the
+//     server's seconds, writes resets rounded down to a second that say a
+//     unit returns within what is left of the second, and each new answer
+//     set again the rate a refusal had just refuted (go-limiter's 1 per
+//     100 ms on loopback: paced at 63 ms, one refusal in three). (An
+//     unmeasured bucket has no rate but its resets': a sliding counter
+//     shared with another client, taken for one, was refused twice as
+//     often without them, on seed 1 of the grid.)
+//   - a bucket of one's rate measured exactly (rateNoise), for good: such
+//     a window lets two admissions on either side of its end pass for a
+//     bucket twice its pace (go-limiter's 1 per 100 ms: 51-59 refused of
+//     150, and requests that failed). Its rate is measured with levelNoise
+//     from then on, afresh from the anchors. A true bucket of one, its rate
+//     measured exactly, is at least as full as the model says, and refuses
+//     a request sent on time only when round trips reorder it.
+//
+// TestDoubtRates pins both.
+func (p *policy) doubtRates(a *answer, r int64, resetsFast bool) {
+	if !a.refused || a.probe {
+		return
+	}
+	if resetsFast && p.rLo > 0 {
+		p.resetsDoubted = a.at // (check took rReset back)
+	}
+	if p.rateNoise() == 0 {
+		p.exactDoubted = true
+		p.rLo, p.rHi = 0, 0
+		p.rateSince(a.at, r+p.ownCum, levelNoise)
+	}
+}
+
+// resetsTrusted reports whether the rate p's resets imply is taken at t:
+// not within a revival period (see revive) of a refusal that showed it
+// too fast.
+func (p *policy) resetsTrusted(t int64) bool {
+	return p.resetsDoubted == 0 || t-p.resetsDoubted > max(reviveWindows*p.period.hi, int64(reviveFloor))
 }
 
 // heedForeseen takes in a refusal of a request that was no probe, short[c]
@@ -592,13 +640,8 @@ func (p *policy) bucketRate(a *answer, r int64) { p.bucketRateFrom(a, r, r) }
 func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 	// The level now, at least (the client's requests in flight may have
 	// been counted already), and at each anchor, at most.
-	now := lo + p.ownCum
 	noise := p.rateNoise()
-	for _, an := range p.anchors {
-		if dt := a.at - an.at; dt >= minRateSpan {
-			p.raiseRate(float64(now-an.level-noise) / (float64(dt) / 1e9))
-		}
-	}
+	p.rateSince(a.at, lo+p.ownCum, noise)
 	if a.refused && noise < levelNoise {
 		// What a refusal leaves is less than its cost, not what it said
 		// (none) exactly: too loose for the noise a small bucket allows.
@@ -614,15 +657,27 @@ func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 	}
 }
 
+// rateSince raises the bucket's least refill rate to what each anchor, a
+// span long enough before at, says a level of now then implies, noise
+// units aside.
+func (p *policy) rateSince(at, now, noise int64) {
+	for _, an := range p.anchors {
+		if dt := at - an.at; dt >= minRateSpan {
+			p.raiseRate(float64(now-an.level-noise) / (float64(dt) / 1e9))
+		}
+	}
+}
+
 // levelNoise is how many units a level measured between two answers may be
 // off by: a unit either way at each end.
 const levelNoise = 2
 
 // rateNoise is the noise a rate measured from p's anchors allows: levelNoise,
 // or none for a bucket of one (a capacity the server said) once the answers
-// refuted every other candidate: each admission leaves such a bucket
-// empty, exactly, and two admissions a span apart show that a unit
-// returned in it. (The full levelNoise held such a bucket's rate to a third
+// refuted every other candidate, until a refusal shows the rate so
+// measured too fast (exactDoubted, see doubtRates): each admission leaves
+// such a bucket empty, exactly, and two admissions a span apart show that
+// a unit returned in it. (The full levelNoise held such a bucket's rate to a third
 // of what the client sent, and the search for it to a tenth more per
 // request. While a window of one a second still explains the answers, two
 // admissions on either side of its end would make it a bucket faster than
@@ -632,7 +687,7 @@ const levelNoise = 2
 // round trips of 10-30 ms). A refusal, which leaves less than its cost, is
 // no anchor while the noise is below levelNoise.
 func (p *policy) rateNoise() int64 {
-	if !p.limitSaid || p.limit > 1 || p.alive != 1<<cBucket {
+	if p.exactDoubted || !p.limitSaid || p.limit > 1 || p.alive != 1<<cBucket {
 		return levelNoise
 	}
 	return 0
@@ -878,6 +933,9 @@ func (p *policy) resetEvidence(a *answer, o *ratelimit.Policy) {
 				if p.alive&(1<<cBucket) != 0 {
 					p.refute(1<<cBucket, a.at)
 				}
+			}
+			if !p.resetsTrusted(a.at) {
+				p.rReset = 0 // a refusal showed it too fast (doubtRates)
 			}
 		}
 	}

@@ -92,13 +92,20 @@ type policy struct {
 	bAt    int64
 	// rLo and rHi bound the bucket's refill rate, in units per second (rHi
 	// 0: no upper bound known), as answers measured it; rReset is the rate
-	// its resets imply, taken until answers show it wrong.
+	// its resets imply, taken until answers show it wrong (and, for a
+	// while, after a refusal did: resetsDoubted).
 	rLo, rHi, rReset float64
 	// rExact, rFloor and rUpper are the bounds on the refill rate that
 	// the resets imply, read as a bucket's time until full (see
 	// resetEvidence): the least with what is left exact, the least with
 	// it rounded down, and the most (0: none yet).
 	rExact, rFloor, rUpper float64
+	// resetsDoubted is when a refusal last showed the rate the resets
+	// imply too fast (0: never), and exactDoubted whether a refusal showed
+	// a bucket of one's rate measured exactly to be no bucket's (see
+	// doubtRates).
+	resetsDoubted int64
+	exactDoubted  bool
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).
