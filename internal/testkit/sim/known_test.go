@@ -405,6 +405,7 @@ var known = map[string]knownCell{
 	"sliding-counter/none/50ps/rtt20±50%/w16/foreign30%":                 {0.0937, 1.65, 0, whySilentForeign},
 	"token-bucket/none+retry-after/50ps/rtt20±50%/w16/foreign30%":        {0.0625, 1.58, 0, whySilentForeign},
 	"token-bucket/none/50ps/rtt20±50%/w16/foreign30%":                    {0.1150, 1.62, 0, whySilentForeign},
+	"leaky-bucket/ietf/50ps/rtt20±50%/w16/foreign30%":                    {0.0228, 1.48, 0, whyForeign},
 	"leaky-bucket/none+retry-after/50ps/rtt20±50%/w16/foreign30%":        {0.1072, 1.50, 0, whySilentForeign},
 	"leaky-bucket/none/50ps/rtt20±50%/w16/foreign30%":                    {0.0654, 1.56, 0, whySilentForeign},
 	"gcra/ietf/50ps/rtt20±50%/w16/foreign30%":                            {0.0228, 1.58, 0, whyForeign},
