@@ -151,9 +151,17 @@ func (p *policy) described(a *answer, o *ratelimit.Policy) {
 // which timing alone, each instant known to a round trip and two units of
 // noise on a limit of one, refutes only after many seconds of probes.
 // Delays (a reset of "1") name no window: a second's rounding of a delay
-// from an answer moves with the answer.
+// from an answer moves with the answer. A reset on the Date's own second
+// (0 from it: a server that rounds down, go-limiter's and httprate's, or
+// one in the past) names a window only of a limit of one: several windows
+// of a larger limit that end within a second share that name, as they share
+// any other (see subSecond), and more than the limit under it would set
+// such a window aside for a bucket it is not (TestShortWindowAfterBurst);
+// a window of one, taken for a bucket of one, is paced alike. Without it,
+// go-limiter's 1 per 100 ms, whose requests went at the start of each
+// second, went at one a second for 4-5 s (TestLabelledOnTheDatesSecond).
 func (p *policy) labelled(a *answer, o *ratelimit.Policy, cost int64) {
-	if a.refused || !o.HasReset || !o.ResetAbsolute || a.date == 0 || o.Reset <= 0 || !p.limitSaid ||
+	if a.refused || !o.HasReset || !o.ResetAbsolute || a.date == 0 || o.Reset == 0 && p.limit > 1 || !p.limitSaid ||
 		p.subSecond() && o.Reset%1e9 == 0 {
 		return // (a window shorter than the second its resets are rounded to has several under one name)
 	}

@@ -777,6 +777,30 @@ func TestDoubtRates(t *testing.T) {
 	require.True(t, p.resetsTrusted(int64(sec(75))), "64 windows of a second later")
 }
 
+// TestLabelledOnTheDatesSecond: a fixed window of one request per 100 ms,
+// its X-RateLimit resets rounded down to the second: the first answers
+// take it for a window of one a second, and the client sends at the start
+// of each second, whose answers name the Date's own second as the reset.
+// Those admissions, counted under that name, are more than a window of one
+// a second admits, and the bucket alone paces from the second second on.
+// Before, a reset of 0 from the Date named nothing, and the client went at
+// one a second until an admission late in a second named the next: 4
+// requests in the first 2.5 s, 1 in [1.5 s, 3 s).
+func TestLabelledOnTheDatesSecond(t *testing.T) {
+	e := emulate(t, emu{
+		opts: []ratelimittest.Option{
+			ratelimittest.WithQuota(ratelimittest.Quota{Limit: 1, Window: 100 * time.Millisecond}),
+			ratelimittest.WithDialect(ratelimittest.XRateLimit),
+			ratelimittest.WithFloorResets(),
+		},
+		workers: 16, latency: time.Millisecond, span: 3 * time.Second,
+	})
+	n := e.sentIn(ms(1500), sec(3))
+	t.Logf("%d sends, %d refused (%v); %d in [1.5 s, 3 s)", len(e.sends), len(e.refused), e.refused, n)
+	require.GreaterOrEqual(t, n, 12, "about 10 a second")
+	require.LessOrEqual(t, len(e.refused), 3, "refused")
+}
+
 // TestRefusalForeseenBySetAsideCandidate: the candidates heeded all said a
 // request had room, one set aside by its score said it had none, and the
 // server refused it (no probe): the one that foresaw the refusal is heeded
