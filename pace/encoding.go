@@ -328,7 +328,7 @@ func (e *encoder) policy(p *policy) {
 	e.f(p.rFloor)
 	e.f(p.rUpper)
 	e.i(p.resetsDoubted)
-	e.bool(p.exactDoubted)
+	e.i(p.exactDoubted)
 	e.u(p.probe)
 	e.f(p.probeTokens)
 	e.i(p.trickled)
@@ -777,7 +777,7 @@ func (d *decoder) policy(p *policy) {
 	p.rUpper = d.f()
 	if !d.b7 {
 		p.resetsDoubted = d.i()
-		p.exactDoubted = d.bool()
+		p.exactDoubted = d.i()
 	}
 	p.probe = d.u()
 	p.probeTokens = d.f()

@@ -593,7 +593,7 @@ func TestDecodeFormatB7(t *testing.T) {
 		require.Equal(t, uint8(1<<cBucket), p.alive)
 		require.Greater(t, p.rLo, 15.0, "measured exactly, too fast")
 		require.Zero(t, p.resetsDoubted)
-		require.False(t, p.exactDoubted)
+		require.Zero(t, p.exactDoubted)
 	})
 }
 

@@ -436,8 +436,9 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 //     unmeasured bucket has no rate but its resets': a sliding counter
 //     shared with another client, taken for one, was refused twice as
 //     often without them, on seed 1 of the grid.)
-//   - a bucket of one's rate measured exactly (rateNoise), for good: such
-//     a window lets two admissions on either side of its end pass for a
+//   - a bucket of one's rate measured exactly (rateNoise), for a revival
+//     period (exactDoubted; nothing a key believes latches): such a window
+//     lets two admissions on either side of its end pass for a
 //     bucket twice its pace (go-limiter's 1 per 100 ms: 51-59 refused of
 //     150, and requests that failed). Its rate is measured with levelNoise
 //     from then on, afresh from the anchors. A true bucket of one, its rate
@@ -452,19 +453,16 @@ func (p *policy) doubtRates(a *answer, r int64, resetsFast bool) {
 	if resetsFast && p.rLo > 0 {
 		p.resetsDoubted = a.at // (check took rReset back)
 	}
-	if p.rateNoise() == 0 {
-		p.exactDoubted = true
+	if p.rateNoise(a.at) == 0 {
+		p.exactDoubted = a.at
 		p.rLo, p.rHi = 0, 0
 		p.rateSince(a.at, r+p.ownCum, levelNoise)
 	}
 }
 
 // resetsTrusted reports whether the rate p's resets imply is taken at t:
-// not within a revival period (see revive) of a refusal that showed it
-// too fast.
-func (p *policy) resetsTrusted(t int64) bool {
-	return p.resetsDoubted == 0 || t-p.resetsDoubted > max(reviveWindows*p.period.hi, int64(reviveFloor))
-}
+// not within a revival period of a refusal that showed it too fast.
+func (p *policy) resetsTrusted(t int64) bool { return !p.doubted(p.resetsDoubted, t) }
 
 // heedForeseen takes in a refusal of a request that was no probe, short[c]
 // being what each candidate c in the running said was left for it: when
@@ -648,7 +646,7 @@ func (p *policy) bucketRate(a *answer, r int64) { p.bucketRateFrom(a, r, r) }
 func (p *policy) bucketRateFrom(a *answer, lo, hi int64) {
 	// The level now, at least (the client's requests in flight may have
 	// been counted already), and at each anchor, at most.
-	noise := p.rateNoise()
+	noise := p.rateNoise(a.at)
 	p.rateSince(a.at, lo+p.ownCum, noise)
 	if a.refused && noise < levelNoise {
 		// What a refusal leaves is less than its cost, not what it said
@@ -680,12 +678,13 @@ func (p *policy) rateSince(at, now, noise int64) {
 // off by: a unit either way at each end.
 const levelNoise = 2
 
-// rateNoise is the noise a rate measured from p's anchors allows: levelNoise,
-// or none for a bucket of one (a capacity the server said) once the answers
-// refuted every other candidate, until a refusal shows the rate so
-// measured too fast (exactDoubted, see doubtRates): each admission leaves
-// such a bucket empty, exactly, and two admissions a span apart show that
-// a unit returned in it. (The full levelNoise held such a bucket's rate to a third
+// rateNoise is the noise a rate measured from p's anchors at t allows:
+// levelNoise, or none for a bucket of one (a capacity the server said) once
+// the answers refuted every other candidate, unless a refusal showed the
+// rate so measured too fast within a revival period (exactDoubted, see
+// doubtRates): each admission leaves such a bucket empty, exactly, and two
+// admissions a span apart show that a unit returned in it. (The full
+// levelNoise held such a bucket's rate to a third
 // of what the client sent, and the search for it to a tenth more per
 // request. While a window of one a second still explains the answers, two
 // admissions on either side of its end would make it a bucket faster than
@@ -694,8 +693,8 @@ const levelNoise = 2
 // levelNoise (one less cost a bucket of 2 at 50/s a quarter of its pace on
 // round trips of 10-30 ms). A refusal, which leaves less than its cost, is
 // no anchor while the noise is below levelNoise.
-func (p *policy) rateNoise() int64 {
-	if p.exactDoubted || !p.limitSaid || p.limit > 1 || p.alive != 1<<cBucket {
+func (p *policy) rateNoise(t int64) int64 {
+	if p.doubted(p.exactDoubted, t) || !p.limitSaid || p.limit > 1 || p.alive != 1<<cBucket {
 		return levelNoise
 	}
 	return 0
@@ -895,7 +894,7 @@ func (p *policy) notEnded(a *answer) {
 		if c == cWindow && ended && p.alignedUntil <= a.at {
 			// The server's seconds did not end it: its windows are not
 			// on its clock, for a while.
-			p.alignedUntil = a.at + max(reviveWindows*p.period.hi, int64(reviveFloor))
+			p.alignedUntil = a.at + p.revivePeriod()
 		}
 		if b.hi <= b.lo {
 			b.hi = b.lo + max(a.ra, 1e9)

@@ -716,8 +716,11 @@ func TestRateNoise(t *testing.T) {
 		{2, true, 1 << cBucket, false, levelNoise},
 		{50, true, 1 << cBucket, false, levelNoise},
 	} {
-		p := &policy{limit: c.limit, limitSaid: c.said, alive: c.alive, exactDoubted: c.doubted}
-		require.Equal(t, c.want, p.rateNoise(), "limit %d said %v alive %05b doubted %v", c.limit, c.said, c.alive, c.doubted)
+		p := &policy{limit: c.limit, limitSaid: c.said, alive: c.alive, period: bounds{1e9, 1e9}}
+		if c.doubted {
+			p.exactDoubted = int64(sec(10))
+		}
+		require.Equal(t, c.want, p.rateNoise(int64(sec(20))), "limit %d said %v alive %05b doubted %v", c.limit, c.said, c.alive, c.doubted)
 	}
 	for _, d := range []ratelimittest.Dialect{ratelimittest.IETF, ratelimittest.XRateLimit} {
 		e := emulate(t, emu{
@@ -738,16 +741,18 @@ func TestRateNoise(t *testing.T) {
 // writes them), passes for a bucket of one: two admissions on either side
 // of a window's end measured exactly are a bucket twice its pace, and the
 // resets, a second boundary a few milliseconds away, say a unit returns
-// by then. A refusal that either rate led to takes it no longer (the
-// bucket's rate measured with levelNoise for good; the resets' rate for a
-// revival period). Before, on 20 s of 16 workers with 1 ms round trips,
-// 1 per 100 ms on the second's tenths was refused 91 times (the exact
-// rate at 16-20 a second), and 1 per 130 ms, off the seconds, 24 times
-// (the resets' rate set again by each answer after a refusal had zeroed
-// it); on loopback, go-limiter's 1 per 100 ms refused 111-168 of 300 and
-// failed 4-5. Now: 5-6, and 6 on loopback. A true bucket of one is
-// refused a request sent on time only when round trips reorder it, and
-// only after its rate is known: TestMuteBucket, TestAdmissionsUnderOneReset.
+// by then. A refusal that either rate led to takes it no longer, for a
+// revival period (the bucket's rate is measured with levelNoise). Before,
+// on 20 s of 16 workers with 1 ms round trips, 1 per 100 ms on the
+// second's tenths was refused 91 times (the exact rate at 16-20 a second),
+// and 1 per 130 ms, off the seconds, 24 times (the resets' rate set again
+// by each answer after a refusal had zeroed it); on loopback, go-limiter's
+// 1 per 100 ms refused 111-168 of 300 and failed 4-5. Now 7 each (5-6
+// before the bucket was found in the first second instead of the fifth:
+// TestLabelledOnTheDatesSecond), and 6-7 on loopback. A true bucket of
+// one is refused a request sent on time only when round trips reorder it,
+// and only after its rate is known: TestMuteBucket,
+// TestAdmissionsUnderOneReset.
 func TestDoubtRates(t *testing.T) {
 	for _, w := range []time.Duration{100 * time.Millisecond, 130 * time.Millisecond} {
 		t.Run(w.String(), func(t *testing.T) {
@@ -764,17 +769,19 @@ func TestDoubtRates(t *testing.T) {
 			t.Logf("%d sends, %d refused (%v); %d in [5s, 15s) of %d; %s", len(e.sends), len(e.refused), e.refused, n, ideal, p.dump(t0.Add(20*time.Second).UnixNano()))
 			require.LessOrEqual(t, len(e.refused), 8, "refused")
 			require.GreaterOrEqual(t, n, ideal/2, "sent in [5s, 15s)")
-			require.True(t, p.exactDoubted, "the exact rate doubted")
+			require.NotZero(t, p.exactDoubted, "the exact rate doubted")
 			if w%time.Second != 0 && time.Second%w != 0 {
 				require.NotZero(t, p.resetsDoubted, "off the seconds, the resets' rate doubted")
 			}
 		})
 	}
-	p := &policy{period: bounds{1e9, 1e9}}
+	p := &policy{limit: 1, limitSaid: true, alive: 1 << cBucket, period: bounds{1e9, 1e9}}
 	require.True(t, p.resetsTrusted(int64(sec(1))), "never doubted")
-	p.resetsDoubted = int64(sec(10))
+	p.resetsDoubted, p.exactDoubted = int64(sec(10)), int64(sec(10))
 	require.False(t, p.resetsTrusted(int64(sec(70))), "within a revival period")
+	require.EqualValues(t, levelNoise, p.rateNoise(int64(sec(70))), "within a revival period")
 	require.True(t, p.resetsTrusted(int64(sec(75))), "64 windows of a second later")
+	require.Zero(t, p.rateNoise(int64(sec(75))), "64 windows of a second later: nothing latches")
 }
 
 // TestLabelledOnTheDatesSecond: a fixed window of one request per 100 ms,

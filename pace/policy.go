@@ -101,11 +101,10 @@ type policy struct {
 	// it rounded down, and the most (0: none yet).
 	rExact, rFloor, rUpper float64
 	// resetsDoubted is when a refusal last showed the rate the resets
-	// imply too fast (0: never), and exactDoubted whether a refusal showed
-	// a bucket of one's rate measured exactly to be no bucket's (see
+	// imply too fast, and exactDoubted when one last showed a bucket of
+	// one's rate measured exactly to be no bucket's (0: never; see
 	// doubtRates).
-	resetsDoubted int64
-	exactDoubted  bool
+	resetsDoubted, exactDoubted int64
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).
@@ -257,13 +256,21 @@ const reconsiderSlacks = 2
 // revive considers again the candidates refuted long enough ago: nothing a
 // key believes latches.
 func (p *policy) revive(now int64) {
-	after := max(reviveWindows*p.period.hi, int64(reviveFloor))
+	after := p.revivePeriod()
 	for c := range nCand {
 		if now-p.refuted[c] > after {
 			p.consider(candidate(c))
 		}
 	}
 }
+
+// revivePeriod is how long what the answers refuted stays refuted (see
+// revive).
+func (p *policy) revivePeriod() int64 { return max(reviveWindows*p.period.hi, int64(reviveFloor)) }
+
+// doubted reports whether a rate a refusal refuted at since (0: never) is
+// still refuted at t: within a revival period of it.
+func (p *policy) doubted(since, t int64) bool { return since != 0 && t-since <= p.revivePeriod() }
 
 // A refuted candidate is considered again after reviveWindows of the
 // policy's windows, and at least reviveFloor: often enough that a server
