@@ -438,12 +438,12 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 //     often without them, on seed 1 of the grid.)
 //   - a bucket of one's rate measured exactly (rateNoise), for a revival
 //     period (exactDoubted; nothing a key believes latches): such a window
-//     lets two admissions on either side of its end pass for a
-//     bucket twice its pace (go-limiter's 1 per 100 ms: 51-59 refused of
-//     150, and requests that failed). Its rate is measured with levelNoise
-//     from then on, afresh from the anchors. A true bucket of one, its rate
-//     measured exactly, is at least as full as the model says, and refuses
-//     a request sent on time only when round trips reorder it.
+//     lets two admissions on either side of its end pass for a bucket twice
+//     its pace (go-limiter's 1 per 100 ms: 51-59 refused of 150, and
+//     requests that failed). Its rate is measured with levelNoise meanwhile,
+//     afresh from the anchors. A true bucket of one, its rate measured
+//     exactly, is at least as full as the model says, and refuses a request
+//     sent on time only when round trips reorder it.
 //
 // TestDoubtRates pins both.
 func (p *policy) doubtRates(a *answer, r int64, resetsFast bool) {
@@ -451,7 +451,7 @@ func (p *policy) doubtRates(a *answer, r int64, resetsFast bool) {
 		return
 	}
 	if resetsFast && p.rLo > 0 {
-		p.resetsDoubted = a.at // (check took rReset back)
+		p.resetsDoubted = a.at // (check has zeroed rReset; resetEvidence keeps it so)
 	}
 	if p.rateNoise(a.at) == 0 {
 		p.exactDoubted = a.at
@@ -684,9 +684,8 @@ const levelNoise = 2
 // rate so measured too fast within a revival period (exactDoubted, see
 // doubtRates): each admission leaves such a bucket empty, exactly, and two
 // admissions a span apart show that a unit returned in it. (The full
-// levelNoise held such a bucket's rate to a third
-// of what the client sent, and the search for it to a tenth more per
-// request. While a window of one a second still explains the answers, two
+// levelNoise held such a bucket's rate to a third of what the client sent,
+// and the search for it to a tenth more per request. While a window of one a second still explains the answers, two
 // admissions on either side of its end would make it a bucket faster than
 // the window, whose probes, refused, refute it, and every revival of it
 // again: a refusal a minute; TestRateNoise.) A bucket of two or more keeps
