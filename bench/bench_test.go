@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/headway-go/headway"
 )
@@ -43,8 +44,13 @@ func TestBenchmarksRun(t *testing.T) {
 
 // BenchmarkBreakdown splits headway's GET overhead (not in the report):
 // each layer alone, and responses without rate-limit headers, where
-// ratelimit.ParseHeaders finds nothing to read.
+// ratelimit.ParseHeaders finds nothing to read. Two floors stand beside
+// them: a RoundTripper that only passes the request on, and one that reads
+// the clock when the request goes and when its answer comes, as pacing a
+// request on credit must (credit.go).
 func BenchmarkBreakdown(b *testing.B) {
+	t0 := time.Now()
+	var sink time.Duration
 	plain := http.Header{"Date": {"Wed, 25 Nov 2026 21:32:42 GMT"}, "Content-Type": {"application/json"}}
 	for _, tc := range []struct {
 		name   string
@@ -58,6 +64,10 @@ func BenchmarkBreakdown(b *testing.B) {
 		}},
 		{"headway-pacing-only", RateLimitHeader(), func(rt http.RoundTripper) http.RoundTripper {
 			return headway.NewTransport(rt, headway.WithoutRetries())
+		}},
+		{"pass-through", RateLimitHeader(), func(rt http.RoundTripper) http.RoundTripper { return passThrough{rt} }},
+		{"two-clock-reads", RateLimitHeader(), func(rt http.RoundTripper) http.RoundTripper {
+			return clockReads{rt, t0, &sink}
 		}},
 		{"net-http-no-rl-headers", plain, nil},
 		{"headway-no-rl-headers", plain, func(rt http.RoundTripper) http.RoundTripper { return headway.NewTransport(rt) }},
@@ -76,4 +86,24 @@ func BenchmarkBreakdown(b *testing.B) {
 			}
 		})
 	}
+}
+
+// passThrough is the least a RoundTripper stacked on another can do.
+type passThrough struct{ next http.RoundTripper }
+
+func (p passThrough) RoundTrip(r *http.Request) (*http.Response, error) { return p.next.RoundTrip(r) }
+
+// clockReads reads the monotonic clock before and after the transport
+// below, as the pacing layer does for a request on credit.
+type clockReads struct {
+	next http.RoundTripper
+	t0   time.Time
+	sink *time.Duration
+}
+
+func (c clockReads) RoundTrip(r *http.Request) (*http.Response, error) {
+	*c.sink += time.Since(c.t0)
+	resp, err := c.next.RoundTrip(r)
+	*c.sink += time.Since(c.t0)
+	return resp, err
 }
