@@ -104,7 +104,7 @@ func TestAnchoredWindows(t *testing.T) {
 			require.EqualError(t, err, "ratelimittest: policy 1: anchor first-request: only fixed-window and sliding-counter have windows to start at a key's first request, not "+string(alg))
 		}
 		_, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second, Anchor: "midnight"}))
-		require.EqualError(t, err, `ratelimittest: policy 1: unknown anchor "midnight" (want one of clock, first-request)`)
+		require.EqualError(t, err, `ratelimittest: policy 1: unknown anchor "midnight" (want one of clock, first-request, start)`)
 	})
 	t.Run("the clock anchor is the default", func(t *testing.T) {
 		for _, a := range []rlt.Anchor{"", rlt.AnchorClock} {
@@ -114,17 +114,47 @@ func TestAnchoredWindows(t *testing.T) {
 	})
 }
 
+// TestStartedWindows: AnchorStart's fixed windows follow one another from a
+// key's first request, busy or idle, as sethvargo/go-limiter's ticks do:
+// off the clock's multiples of the window, and not reopened by the first
+// request after an idle spell (AnchorFirstRequest).
+func TestStartedWindows(t *testing.T) {
+	q := rlt.Quota{Limit: 2, Window: 200 * time.Millisecond, Anchor: rlt.AnchorStart}
+	h, clock := newHandler(t, rlt.WithDialect(rlt.OpenAI), rlt.WithQuota(q))
+	require.Equal(t, []int{200, 200, 429}, statuses(h, 3)) // 12:00:00.25: the window is [00.25, 00.45)
+	clock.Advance(199 * time.Millisecond)
+	res := call(h)
+	require.Equal(t, 429, res.StatusCode)
+	require.Equal(t, "1ms", res.Header.Get("X-Ratelimit-Reset-Requests"))
+	clock.Advance(time.Millisecond) // 00.45: the next window, on from the first
+	require.Equal(t, []int{200, 200, 429}, statuses(h, 3))
+	clock.Advance(1030 * time.Millisecond) // 01.48, idle since: the window is [01.45, 01.65)
+	res = call(h)
+	require.Equal(t, 200, res.StatusCode)
+	require.Equal(t, "170ms", res.Header.Get("X-Ratelimit-Reset-Requests"), "not [01.4, 01.6) on the clock, nor [01.48, 01.68) from this request")
+	require.Contains(t, h.String(), "(windows on from each key's first request)")
+
+	for _, alg := range rlt.Algorithms() {
+		_, err := rlt.NewHandler(nil, rlt.WithQuota(rlt.Quota{Algorithm: alg, Limit: 1, Window: time.Second, Anchor: rlt.AnchorStart}))
+		if alg == rlt.FixedWindow {
+			require.NoError(t, err)
+			continue
+		}
+		require.EqualError(t, err, "ratelimittest: policy 1: anchor start: only fixed-window has windows to start at a key's first request and follow on from there, not "+string(alg))
+	}
+}
+
 func TestParseAnchor(t *testing.T) {
 	for in, want := range map[string]rlt.Anchor{
 		"clock": rlt.AnchorClock, " First_Request ": rlt.AnchorFirstRequest, "first": rlt.AnchorFirstRequest,
-		"aligned": rlt.AnchorClock, "": rlt.AnchorClock,
+		"aligned": rlt.AnchorClock, "": rlt.AnchorClock, "Start": rlt.AnchorStart,
 	} {
 		got, err := rlt.ParseAnchor(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
 	_, err := rlt.ParseAnchor("midnight")
-	require.EqualError(t, err, `ratelimittest: unknown anchor "midnight" (want one of clock, first-request)`)
+	require.EqualError(t, err, `ratelimittest: unknown anchor "midnight" (want one of clock, first-request, start)`)
 }
 
 // Concurrent first requests of many keys: each key gets exactly its quota

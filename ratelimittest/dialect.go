@@ -393,7 +393,7 @@ func (v *view) retryAfter(form RetryAfterForm) string {
 	case RetryAfterSeconds:
 		return itoa(max(1, ceilDiv(wait, second)))
 	case RetryAfterDate:
-		return time.Unix(v.epochCeil(wait), 0).UTC().Format(http.TimeFormat)
+		return time.Unix(v.epochReset(wait), 0).UTC().Format(http.TimeFormat)
 	}
 	return ""
 }

@@ -16,7 +16,8 @@
 // (ByClientAddr). A fixed window is aligned to the clock unless its
 // Quota.Anchor is AnchorFirstRequest: then each key's window starts at its
 // first request, as a Redis INCR+EXPIRE counter's does, and its resets count
-// to the end of that window.
+// to the end of that window; or AnchorStart: then the windows follow on from
+// a key's first request, busy or idle, as sethvargo/go-limiter's do.
 //
 // Every algorithm is exact: times are integer nanoseconds and rates are kept
 // as reduced fractions, so "3 per second" admits exactly 3 in every second,

@@ -1,15 +1,17 @@
 package ratelimittest
 
-// fixedWindow counts units in the aligned window [start, start+window).
+// fixedWindow counts units in the window [start, start+window), its
+// windows at off past the clock's multiples of the window (0, or where the
+// key's first request fell: AnchorStart).
 type fixedWindow struct {
-	r          *rule
-	now, start int64
-	count      int64
+	r               *rule
+	now, start, off int64
+	count           int64
 }
 
 func (m *fixedWindow) advance(now int64) {
 	m.now = now
-	if ws := floorDiv(now, m.r.window) * m.r.window; ws != m.start {
+	if ws := m.off + floorDiv(now-m.off, m.r.window)*m.r.window; ws != m.start {
 		m.start, m.count = ws, 0
 	}
 }

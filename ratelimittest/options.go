@@ -339,8 +339,10 @@ func WithCoarseResets() Option {
 // (X-RateLimit-Reset's and GitHub's epoch seconds, Anthropic's RFC 3339
 // dates) rounded down rather than up, as go-chi/httprate and
 // sethvargo/go-limiter write them: a window that ends within the current
-// second says it resets at the Date's own second. Delays,
-// Retry-After and admission are unchanged.
+// second says it resets at the Date's own second. A Retry-After written as
+// a date (RetryAfterDate) is such an instant too, and go-limiter rounds it
+// down as well, to a second that has often begun already. Delays (a
+// Retry-After in seconds included) and admission are unchanged.
 func WithFloorResets() Option {
 	return func(c *config) { c.faults.floor = true }
 }

@@ -430,3 +430,31 @@ func TestFloorResets(t *testing.T) {
 	h, _ := newHandler(t, rlt.WithFloorResets())
 	require.Contains(t, h.String(), "faults: instant resets rounded down")
 }
+
+// TestFloorRetryAfterDate: a Retry-After written as a date is an instant,
+// which WithFloorResets rounds down as sethvargo/go-limiter does (to the
+// second already begun, when the window ends within it); written in
+// seconds it is a delay, rounded up either way.
+func TestFloorRetryAfterDate(t *testing.T) {
+	for _, c := range []struct {
+		form  rlt.RetryAfterForm
+		floor bool
+		want  string
+	}{
+		{rlt.RetryAfterDate, false, "Thu, 26 Nov 2026 12:00:01 GMT"},
+		{rlt.RetryAfterDate, true, "Thu, 26 Nov 2026 12:00:00 GMT"},
+		{rlt.RetryAfterSeconds, false, "1"},
+		{rlt.RetryAfterSeconds, true, "1"},
+	} {
+		opts := []rlt.Option{rlt.WithDialect(rlt.XRateLimit), rlt.WithRetryAfter(c.form),
+			rlt.WithQuota(rlt.Quota{Name: "api", Limit: 1, Window: 100 * time.Millisecond})}
+		if c.floor {
+			opts = append(opts, rlt.WithFloorResets())
+		}
+		h, _ := newHandler(t, opts...)
+		require.Equal(t, 200, call(h).StatusCode)
+		no := call(h)
+		require.Equal(t, 429, no.StatusCode)
+		require.Equal(t, c.want, no.Header.Get("Retry-After"), "%s, floor %v", c.form, c.floor)
+	}
+}

@@ -107,10 +107,17 @@ const (
 	// among thousands, starts again at its next request): go-chi/httprate
 	// (0.16 and later) starts its windows when the limiter starts.
 	AnchorFirstRequest Anchor = "first-request"
+	// AnchorStart starts a FixedWindow key's first window at its first
+	// request, and every next one where the one before ends, busy or
+	// idle: windows on the limiter's own clock, off the clock's multiples
+	// of Window, as sethvargo/go-limiter's ticks count from when a key's
+	// bucket was made. (A SlidingCounter anchored at its first request,
+	// AnchorFirstRequest, already follows its windows so.)
+	AnchorStart Anchor = "start"
 )
 
 // anchors lists the anchors, for ParseAnchor.
-var anchors = []Anchor{AnchorClock, AnchorFirstRequest}
+var anchors = []Anchor{AnchorClock, AnchorFirstRequest, AnchorStart}
 
 // ParseAnchor returns the anchor named s (case-insensitive; "_" may stand
 // for "-"; "aligned" is AnchorClock, "first" AnchorFirstRequest).
@@ -206,6 +213,7 @@ type rule struct {
 	alg       Algorithm
 	unit      Unit
 	anchored  bool  // windows start at a key's first request (AnchorFirstRequest)
+	started   bool  // windows follow on from a key's first request (AnchorStart)
 	limit     int64 // per window
 	window    int64 // ns
 	burst     int64 // bucket capacity (= limit for the window algorithms)
@@ -237,6 +245,11 @@ func compile(p Quota) (*rule, error) {
 			return nil, fmt.Errorf("anchor %s: only %s and %s have windows to start at a key's first request, not %s", p.Anchor, FixedWindow, SlidingCounter, r.alg)
 		}
 		r.anchored = true
+	case AnchorStart:
+		if r.alg != FixedWindow {
+			return nil, fmt.Errorf("anchor %s: only %s has windows to start at a key's first request and follow on from there, not %s", p.Anchor, FixedWindow, r.alg)
+		}
+		r.started = true
 	default:
 		return nil, fmt.Errorf("unknown anchor %q (want one of %s)", p.Anchor, joinNames(anchors))
 	}
@@ -277,6 +290,9 @@ func (r *rule) String() string {
 	}
 	if r.anchored {
 		s += " (windows from each key's first request)"
+	}
+	if r.started {
+		s += " (windows on from each key's first request)"
 	}
 	return s
 }
@@ -349,7 +365,11 @@ func (r *rule) newMeter(now int64) meter {
 			m = &anchoredWindow{r: r}
 			break
 		}
-		m = &fixedWindow{r: r, start: floorDiv(now, r.window) * r.window}
+		var off int64 // the windows' phase: on the clock, or from now
+		if r.started {
+			off = now - floorDiv(now, r.window)*r.window
+		}
+		m = &fixedWindow{r: r, off: off, start: off + floorDiv(now-off, r.window)*r.window}
 	}
 	m.advance(now)
 	return m

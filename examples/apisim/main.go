@@ -116,7 +116,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	burst := fs.Int("burst", 0, "bucket capacity / gcra burst (default: the limit)")
 	dialect := fs.String("dialect", "ietf", "response headers: ietf|ietf-draft-07|ietf-draft-04|x-ratelimit|github|openai|anthropic|discord|shopify|none (comma-separated for several)")
 	retryAfter := fs.String("retry-after", "seconds", "Retry-After on 429: seconds|date|none, or full-window: delay-seconds of the refusing policy's whole window, whatever the true wait (go-chi/httprate)")
-	anchor := fs.String("anchor", "clock", "when fixed windows start: clock (aligned) or first-request (at each key's first request, as Redis INCR+EXPIRE; fixed-window only)")
+	anchor := fs.String("anchor", "clock", "when fixed windows start: clock (aligned), first-request (at each key's first request, as Redis INCR+EXPIRE; fixed-window or sliding-counter) or start (on from each key's first request, as sethvargo/go-limiter; fixed-window only)")
 	partition := fs.String("partition", "shared", "quota per: shared|addr|header:NAME")
 	status := fs.Int("status", 429, "status of a rejection")
 	fs.Var(&extra, "policy", "another policy enforced too, as `LIMIT/WINDOW` (e.g. 1000/24h); repeatable")
