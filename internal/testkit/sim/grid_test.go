@@ -303,6 +303,25 @@ func gridCells() []cell {
 			}
 		}
 	}
+	// sethvargo/go-limiter's windows, as it writes them: fixed, following
+	// on from a key's first request (AnchorStart), resets and a refusal's
+	// Retry-After dates rounded down to the second (WithFloorResets); on
+	// round trips of a millisecond (loopback) and of 20 ms. The emulator
+	// gives go-limiter's own loopback figures at these points (2 per 200
+	// ms: 31% refused and a request or two failed, as 24-35% and one).
+	goLimiter := gridAlg{"go-limiter-window", rlt.FixedWindow, rlt.AnchorStart}
+	for _, pt := range []point{
+		{"1p100ms", 1, 100 * time.Millisecond, 300}, {"2p100ms", 2, 100 * time.Millisecond, 100},
+		{"2p200ms", 2, 200 * time.Millisecond, 100}, {"3p300ms", 3, 300 * time.Millisecond, 100},
+		{"10p200ms", 10, 200 * time.Millisecond, 300},
+	} {
+		for _, rtt := range []time.Duration{time.Millisecond, gridRTT} {
+			c := newCell("sethvargo/go-limiter's windows", "go-limiter", goLimiter, families[1], pt, rtt, 16, "/floor-resets",
+				withOptions(rlt.WithFloorResets(), rlt.WithRetryAfter(rlt.RetryAfterDate)))
+			c.subset = pt.name == "2p200ms" && rtt == time.Millisecond
+			cells = append(cells, c)
+		}
+	}
 	pairs := []struct {
 		pt   point // names the pair; its limit and window are the tighter policy's
 		more rlt.Quota
