@@ -784,6 +784,38 @@ func TestDoubtRates(t *testing.T) {
 	require.Zero(t, p.rateNoise(int64(sec(75))), "64 windows of a second later: nothing latches")
 }
 
+// TestSmallBurstWindow: sethvargo/go-limiter's 2 per 100 or 200 ms (fixed
+// windows on from the first request, resets and Retry-After dates rounded
+// down to the second). The resets say only that the quota returns within a
+// second; a limit of 2 is left out of the search for a shorter window, so
+// the window of a second is refuted and a bucket of 2 at the windows' rate
+// paces: it sends one unit half a refill after two, which the window
+// refuses, a third of the time. A refusal the bucket did not foresee now
+// doubts it (exactDoubted): its rate is measured again with 2×limit units
+// of noise, as a window returns its whole quota at once, and the search
+// for a shorter window opens. Before: 92 and 52 refused in 20 s (now 3 and 7).
+func TestSmallBurstWindow(t *testing.T) {
+	for _, w := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		t.Run(w.String(), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Limit: 2, Window: w, Anchor: ratelimittest.AnchorStart}),
+					ratelimittest.WithDialect(ratelimittest.XRateLimit),
+					ratelimittest.WithFloorResets(),
+					ratelimittest.WithRetryAfter(ratelimittest.RetryAfterDate),
+				},
+				workers: 16, latency: time.Millisecond, span: 20 * time.Second,
+			})
+			n, ideal := e.sentIn(sec(5), sec(15)), int(20*time.Second/w)
+			p := &e.st.k.policies[0]
+			t.Logf("%d sends, %d refused (%v); %d in [5s, 15s) of %d; %s", len(e.sends), len(e.refused), e.refused, n, ideal, p.dump(t0.Add(20*time.Second).UnixNano()))
+			require.LessOrEqual(t, len(e.refused), 12, "refused")
+			require.GreaterOrEqual(t, n, ideal/2, "sent in [5s, 15s)")
+			require.NotZero(t, p.exactDoubted, "the bucket doubted")
+		})
+	}
+}
+
 // TestLabelledOnTheDatesSecond: a fixed window of one request per 100 ms,
 // its X-RateLimit resets rounded down to the second: the first answers
 // take it for a window of one a second, and the client sends at the start

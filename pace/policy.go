@@ -101,8 +101,9 @@ type policy struct {
 	// it rounded down, and the most (0: none yet).
 	rExact, rFloor, rUpper float64
 	// resetsDoubted is when a refusal last showed the rate the resets
-	// imply too fast, and exactDoubted when one last showed a bucket of
-	// one's rate measured exactly to be no bucket's (0: never; see
+	// imply too fast, and exactDoubted when one last showed the bucket's
+	// own rate to be no bucket's: a bucket of one's, measured exactly, or
+	// a small burst's, which a window returns whole (0: never; see
 	// doubtRates).
 	resetsDoubted, exactDoubted int64
 
@@ -300,16 +301,19 @@ func (p *policy) subSecond() bool {
 	return p.said > 0 && p.said < 1e9 || p.said == 0 && p.wCap > 0 && p.wCap < 1e9
 }
 
-// shortOpen reports whether p's window may be shorter than a second
+// shortOpen reports whether p's window may be shorter than a second at t
 // though its answers take it for one: the server does not say its window,
 // and no reset was more than a second away, which in whole seconds says
 // only that the quota returns within one. A limit of 4 or less is left
 // as it was (closeAdmissions and countProbe take a limit of one or two): a
 // window's whole quota back differs from a bucket's refill of a unit or
 // two by no more than the noise of the levels (levelNoise at each end),
-// and a bucket of a small burst was taken for such a window.
-func (p *policy) shortOpen() bool {
-	return p.limitSaid && p.limit > 2*levelNoise && p.said == 0 && p.logW <= 1e9
+// and a bucket of a small burst was taken for such a window. Such a limit
+// is searched too while the bucket is doubted (smallBurst, exactDoubted):
+// a refusal it did not foresee says the quota does not return a unit at a
+// time.
+func (p *policy) shortOpen(t int64) bool {
+	return p.limitSaid && (p.limit > 2*levelNoise || p.smallBurst() && p.doubted(p.exactDoubted, t)) && p.said == 0 && p.logW <= 1e9
 }
 
 // minShortWindow is the shortest window a search for one shorter than a

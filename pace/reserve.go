@@ -795,7 +795,7 @@ func (p *policy) reserveEnd(k *keyState, arrive, need int64, fl flight, pl uint8
 // where 180 went without: countCap began the search).
 func (p *policy) reserveShort(k *keyState, arrive, need int64, fl flight, pl uint8) int64 {
 	e := p.pEnd
-	if !p.shortOpen() || pl&(1<<cWindow) == 0 || !e.known() || p.rolledAt > e.hi || 1e9-p.wLo < shortTested || p.lastAdmit-e.hi >= shortBurst {
+	if !p.shortOpen(arrive) || pl&(1<<cWindow) == 0 || !e.known() || p.rolledAt > e.hi || 1e9-p.wLo < shortTested || p.lastAdmit-e.hi >= shortBurst {
 		return arrive
 	}
 	at := e.lo + 1e9 - 2*k.orderSlack() - landMargin
