@@ -535,6 +535,19 @@ func (a *silent) counted(k *keyState, i int, at, m int64, refused bool) float64 
 // counted). An estimate
 // off by more than that may refute the true candidate: the others follow,
 // and the envelope takes over (see refute).
+//
+// A bucket's level with refusals charged (tatAll, the cautious view of a
+// server that charges them) is capped at each admission by what the
+// admission proves: the bucket had room for it, so it held at most its
+// capacity (hi) after it, whatever it charged before. Without the cap
+// every refused probe was charged for good, and a bucket of 1/s, its probes
+// refused, held the key back 5 s at a time (1.6x on echo's x/time/rate
+// limiter at 1/s; the grid's silent buckets at 1/s took 1.62x, now 1.15x).
+// The cap needs the admission's arrival known to within a fraction of the
+// bucket's interval: for an interval within a few arrival margins (a 1000/s
+// bucket's 1 ms against margins of 2.5 ms) the charged level is the slack
+// the refusals' bounds rely on, and capping it there refuted the server's
+// own bucket (1.99x), so only intervals of 4 margins or more are capped.
 func (a *silent) evidence(k *keyState, p pendingAnswer) {
 	at, m := p.at, k.margin()
 	culprit, slack, count := -1, int64(math.MaxInt64), int64(0)
@@ -566,11 +579,15 @@ func (a *silent) evidence(k *keyState, p pendingAnswer) {
 		a.hi[culprit] = min(a.hi[culprit], count)
 	}
 	for j := range a.tat {
-		_, iv := kind(nWindowed + j)
+		i := nWindowed + j
+		_, iv := kind(i)
+		a.tatAll[j] = max(a.tatAll[j], at) + iv
 		if !p.refused {
 			a.tat[j] = max(a.tat[j], at) + iv
+			if a.hi[i] < unknownHi && iv >= 4*m {
+				a.tatAll[j] = min(a.tatAll[j], max(a.tat[j], at+a.hi[i]*iv+m))
+			}
 		}
-		a.tatAll[j] = max(a.tatAll[j], at) + iv
 	}
 	if p.refused && p.ra > 0 && !a.envelope {
 		a.retryAfter(k, at, p.ra, m)
