@@ -463,19 +463,15 @@ func (p *policy) doubtRates(a *answer, r int64, resetsFast bool) {
 	if resetsFast && p.rLo > 0 {
 		p.resetsDoubted = a.at // (check has zeroed rReset; resetEvidence keeps it so)
 	}
-	if p.smallBurst() {
-		first := !p.doubted(p.exactDoubted, a.at)
+	if p.smallBurst() || p.rateNoise(a.at) == 0 {
+		fresh := !p.doubted(p.exactDoubted, a.at)
 		p.exactDoubted = a.at
-		if first {
+		if fresh {
+			// Measured again from the anchors, with the noise the doubt
+			// allows (rateNoise).
 			p.rLo, p.rHi = 0, 0
 			p.rateSince(a.at, r+p.ownCum, p.rateNoise(a.at))
 		}
-		return
-	}
-	if p.rateNoise(a.at) == 0 {
-		p.exactDoubted = a.at
-		p.rLo, p.rHi = 0, 0
-		p.rateSince(a.at, r+p.ownCum, levelNoise)
 	}
 }
 

@@ -547,7 +547,8 @@ func (a *silent) counted(k *keyState, i int, at, m int64, refused bool) float64 
 // bucket's interval: for an interval within a few arrival margins (a 1000/s
 // bucket's 1 ms against margins of 2.5 ms) the charged level is the slack
 // the refusals' bounds rely on, and capping it there refuted the server's
-// own bucket (1.99x), so only intervals of 4 margins or more are capped.
+// own bucket (1.99x), so only intervals of chargeCapMargins margins or
+// more are capped.
 func (a *silent) evidence(k *keyState, p pendingAnswer) {
 	at, m := p.at, k.margin()
 	culprit, slack, count := -1, int64(math.MaxInt64), int64(0)
@@ -584,7 +585,7 @@ func (a *silent) evidence(k *keyState, p pendingAnswer) {
 		a.tatAll[j] = max(a.tatAll[j], at) + iv
 		if !p.refused {
 			a.tat[j] = max(a.tat[j], at) + iv
-			if a.hi[i] < unknownHi && iv >= 4*m {
+			if a.hi[i] < unknownHi && iv >= chargeCapMargins*m {
 				a.tatAll[j] = min(a.tatAll[j], max(a.tat[j], at+a.hi[i]*iv+m))
 			}
 		}
@@ -593,6 +594,12 @@ func (a *silent) evidence(k *keyState, p pendingAnswer) {
 		a.retryAfter(k, at, p.ra, m)
 	}
 }
+
+// chargeCapMargins is how many arrival margins a bucket candidate's
+// interval must span for an admission to cap its charged level (see
+// evidence): at 4, a bucket of 100/s on round trips of 1 ms (margins of
+// about 2.5 ms) is capped, and one of 200/s or faster is not.
+const chargeCapMargins = 4
 
 // retryAfter takes in a refusal at at whose Retry-After said the quota
 // returns ra later: a candidate that, even at the most its evidence

@@ -345,14 +345,14 @@ type arriver interface {
 
 func (r *rule) newMeter(now int64) meter {
 	var m meter
+	var off int64 // the windows' phase: on the clock, or from now (the key's first request)
+	if r.anchored || r.started {
+		off = now - floorDiv(now, r.window)*r.window
+	}
 	switch r.alg {
 	case SlidingLog:
 		m = &slidingLog{r: r}
 	case SlidingCounter:
-		var off int64 // the windows' phase: on the clock, or from now
-		if r.anchored {
-			off = now - floorDiv(now, r.window)*r.window
-		}
 		m = &slidingCounter{r: r, off: off, start: off + floorDiv(now-off, r.window)*r.window}
 	case TokenBucket:
 		m = &tokenBucket{r: r, level: r.fullScale, last: now}
@@ -364,10 +364,6 @@ func (r *rule) newMeter(now int64) meter {
 		if r.anchored {
 			m = &anchoredWindow{r: r}
 			break
-		}
-		var off int64 // the windows' phase: on the clock, or from now
-		if r.started {
-			off = now - floorDiv(now, r.window)*r.window
 		}
 		m = &fixedWindow{r: r, off: off, start: off + floorDiv(now-off, r.window)*r.window}
 	}
