@@ -94,3 +94,20 @@ func mulDivCeil(a, b, c int64) int64 {
 }
 
 const maxInt64 = 1<<63 - 1
+
+// mulDivRound returns a*b/c rounded to the nearest integer, halves up, for
+// a, b >= 0 and c > 0, saturating.
+func mulDivRound(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return maxInt64
+	}
+	q, r := bits.Div64(hi, lo, uint64(c))
+	if r >= uint64(c)-r {
+		q++
+	}
+	if q > maxInt64 {
+		return maxInt64
+	}
+	return int64(q)
+}

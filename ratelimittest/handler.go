@@ -33,6 +33,7 @@ func NewHandler(next http.Handler, opts ...Option) (*Handler, error) {
 		if rules[i], err = compile(p); err != nil {
 			return nil, fmt.Errorf("ratelimittest: policy %d: %w", i+1, err)
 		}
+		rules[i].rounded, rules[i].endResets = cfg.faults.rounded, cfg.faults.endResets
 	}
 	if err := uniqueNames(rules); err != nil {
 		return nil, err
@@ -138,6 +139,12 @@ func (h *Handler) String() string {
 	}
 	if f.floor {
 		fs = append(fs, "instant resets rounded down")
+	}
+	if f.rounded {
+		fs = append(fs, "sliding counts rounded")
+	}
+	if f.endResets {
+		fs = append(fs, "a sliding counter resets at its window's end")
 	}
 	if len(fs) > 0 {
 		b.WriteString("; faults: " + strings.Join(fs, ", "))

@@ -38,6 +38,8 @@ type faults struct {
 	coarse     bool // every reset and retry delay in whole seconds
 	resetOne   bool // every reset is one second
 	floor      bool // epoch-second and date resets rounded down
+	rounded    bool // a sliding counter's weighted count rounded
+	endResets  bool // a sliding counter's reset is its current window's end
 }
 
 // DefaultQuota returns the policy used when no WithQuota option is given:
@@ -345,6 +347,25 @@ func WithCoarseResets() Option {
 // Retry-After in seconds included) and admission are unchanged.
 func WithFloorResets() Option {
 	return func(c *config) { c.faults.floor = true }
+}
+
+// WithRoundedCounts makes a SlidingCounter round its weighted count to the
+// nearest unit (halves up) before it compares it with the limit and writes
+// what is left, as go-chi/httprate does (math.Round): a request is admitted
+// while the rounded count plus its cost is at most the limit, so a count of
+// 4.4 of 5 admits one more and one of 4.5 does not (where the exact
+// counter admits below 5), and what is left is the limit less the rounded
+// count. Other algorithms are unaffected.
+func WithRoundedCounts() Option {
+	return func(c *config) { c.faults.rounded = true }
+}
+
+// WithWindowEndResets makes a SlidingCounter's reset the end of its current
+// window, as go-chi/httprate writes it, rather than when all it counts has
+// aged out (the end of the next window while the current one counts
+// anything). Admission is unchanged; other algorithms are unaffected.
+func WithWindowEndResets() Option {
+	return func(c *config) { c.faults.endResets = true }
 }
 
 // WithResetAlwaysOne makes every reset a dialect writes one second, whatever

@@ -3,6 +3,7 @@ package ratelimittest_test
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -456,5 +457,78 @@ func TestFloorRetryAfterDate(t *testing.T) {
 		no := call(h)
 		require.Equal(t, 429, no.StatusCode)
 		require.Equal(t, c.want, no.Header.Get("Retry-After"), "%s, floor %v", c.form, c.floor)
+	}
+}
+
+// TestRoundedCounts: WithRoundedCounts admits and counts as go-chi/httprate
+// 0.16's limiter does, checked against a transcription of its rule (clock-
+// aligned windows, rate = prev*(w-e)/w + curr rounded by math.Round, a
+// request admitted while rate+1 <= limit, Remaining limit-rate-1 after it)
+// over random arrivals; the exact counter admits more.
+func TestRoundedCounts(t *testing.T) {
+	for _, c := range []struct {
+		limit  int
+		window time.Duration
+	}{{1, 100 * time.Millisecond}, {2, time.Second}, {5, time.Second}, {3, 300 * time.Millisecond}} {
+		for _, rounded := range []bool{true, false} {
+			opts := []rlt.Option{rlt.WithDialect(rlt.XRateLimit),
+				rlt.WithQuota(rlt.Quota{Algorithm: rlt.SlidingCounter, Limit: c.limit, Window: c.window})}
+			if rounded {
+				opts = append(opts, rlt.WithRoundedCounts())
+			}
+			h, clock := newHandler(t, opts...)
+			rnd := rand.New(rand.NewPCG(uint64(c.limit), 7))
+			w := c.window.Nanoseconds()
+			counts := map[int64]int{} // admitted, by window
+			mismatches := 0
+			for range 2000 {
+				clock.Advance(time.Duration(rnd.Int64N(w / int64(c.limit))))
+				now := clock.Now().UnixNano()
+				ws := now / w
+				e := float64(now-ws*w) / float64(w)
+				rate := float64(counts[ws-1])*(1-e) + float64(counts[ws])
+				if rounded {
+					rate = math.Round(rate)
+				}
+				admit := rate+1 <= float64(c.limit)
+				if !rounded {
+					admit = rate < float64(c.limit) // the exact counter
+				}
+				res := call(h)
+				if (res.StatusCode == http.StatusOK) != admit {
+					mismatches++
+					continue
+				}
+				if admit {
+					if rounded {
+						require.Equal(t, strconv.Itoa(c.limit-int(rate)-1), res.Header.Get("X-RateLimit-Remaining"), "rate %.3f", rate)
+					}
+					counts[ws]++
+				}
+			}
+			// The float reference and the exact arithmetic may differ
+			// only where the count is a hair from the threshold.
+			require.LessOrEqual(t, mismatches, 2, "%d per %v, rounded %v", c.limit, c.window, rounded)
+		}
+	}
+}
+
+// TestWindowEndResets: with WithWindowEndResets a sliding counter's reset is
+// its current window's end, as go-chi/httprate writes it; without, when all
+// it counts has aged out.
+func TestWindowEndResets(t *testing.T) {
+	for _, end := range []bool{false, true} {
+		opts := []rlt.Option{rlt.WithDialect(rlt.IETF),
+			rlt.WithQuota(rlt.Quota{Name: "api", Algorithm: rlt.SlidingCounter, Limit: 5, Window: 10 * time.Second})}
+		if end {
+			opts = append(opts, rlt.WithWindowEndResets())
+		}
+		h, clock := newHandler(t, opts...) // 12:00:00.25, in the window [12:00:00, 12:00:10)
+		clock.Advance(3 * time.Second)
+		want := `"api";r=4;t=17` // when the next window, [10, 20), ends
+		if end {
+			want = `"api";r=4;t=7` // when this one does
+		}
+		require.Equal(t, want, call(h).Header.Get("RateLimit"), "end resets %v", end)
 	}
 }

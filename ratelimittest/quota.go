@@ -214,6 +214,8 @@ type rule struct {
 	unit      Unit
 	anchored  bool  // windows start at a key's first request (AnchorFirstRequest)
 	started   bool  // windows follow on from a key's first request (AnchorStart)
+	rounded   bool  // a sliding counter's count is rounded (WithRoundedCounts)
+	endResets bool  // a sliding counter resets at its window's end (WithWindowEndResets)
 	limit     int64 // per window
 	window    int64 // ns
 	burst     int64 // bucket capacity (= limit for the window algorithms)
