@@ -322,6 +322,24 @@ func gridCells() []cell {
 			cells = append(cells, c)
 		}
 	}
+	// go-chi/httprate's sliding counter, as it writes it: windows from
+	// the limiter's start (AnchorFirstRequest), the weighted count rounded
+	// to the nearest unit (WithRoundedCounts), X-RateLimit resets at the
+	// current window's end (WithWindowEndResets), in Unix seconds rounded
+	// down (WithFloorResets); on round trips of a millisecond (loopback)
+	// and of 20 ms.
+	httprate := gridAlg{"httprate-counter", rlt.SlidingCounter, rlt.AnchorFirstRequest}
+	for _, pt := range []point{
+		{"2ps", 2, time.Second, 60}, {"5ps", 5, time.Second, 100}, {"50ps", 50, time.Second, 300},
+		{"1p100ms", 1, 100 * time.Millisecond, 100}, {"3p300ms", 3, 300 * time.Millisecond, 60},
+	} {
+		for _, rtt := range []time.Duration{time.Millisecond, gridRTT} {
+			c := newCell("go-chi/httprate's counter", "httprate", httprate, families[1], pt, rtt, 16, "/floor-resets",
+				withOptions(rlt.WithFloorResets(), rlt.WithRoundedCounts(), rlt.WithWindowEndResets()))
+			c.subset = pt.name == "5ps" && rtt == time.Millisecond
+			cells = append(cells, c)
+		}
+	}
 	pairs := []struct {
 		pt   point // names the pair; its limit and window are the tighter policy's
 		more rlt.Quota
@@ -441,10 +459,10 @@ func TestGridSubset(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, got)
-	require.Len(t, want["alg"], 8, "the 7 algorithms, and go-limiter's windows")
+	require.Len(t, want["alg"], 9, "the 7 algorithms, go-limiter's windows and httprate's counter")
 	require.Len(t, want["family"], 5)
-	require.Len(t, want["variation"], 16, "none, rtt1, rtt200, w1, w256, skew+3s, skew-3s, charge-refused, lag10ms, burst, fast, subsecond, go-limiter, misleading, foreign, slow-silent")
-	require.Len(t, all, 7*5*5+8*7*5+2*6*5+2*7*5+2*7*7+5*2+2*4*3+7*5+2*7*2)
+	require.Len(t, want["variation"], 17, "none, rtt1, rtt200, w1, w256, skew+3s, skew-3s, charge-refused, lag10ms, burst, fast, subsecond, go-limiter, httprate, misleading, foreign, slow-silent")
+	require.Len(t, all, 7*5*5+8*7*5+2*6*5+2*7*5+2*7*7+5*2+5*2+2*4*3+7*5+2*7*2)
 	t.Logf("%d cells, %d in the default subset", len(all), subset)
 }
 

@@ -31,6 +31,7 @@ const (
 	whyCounterOpen     = "the sliding counter's phase is no longer taken from the server's Date (go-chi/httprate's windows are not on its seconds): until the answers narrow it, the counter explains a window's, a log's or a bucket's answers at some phase and stays a candidate, held to the most any phase allows, so the key waits for it longer, or a probe is refused to rule it out"
 	whyLag             = "one-sided lags on the way out (10 ms on average, in round trips of 20 ms): the client takes each request to have been counted half way through its round trip, which a lagged one reached later, so its unit returns, its window opens and its bucket's level falls later than the client counts; requests sent on that count land a few ms early and are refused, and each refusal's whole-second Retry-After pauses the key"
 	whyGoLimiter       = "sethvargo/go-limiter's windows (fixed, on from the first request, resets and Retry-After dates rounded down to the second): the resets say only that the quota returns within a second; at 2 or 3 per window the window of a second is refuted and a bucket at the windows' rate paces, sending one unit half a refill after two, which the window refuses; since the first such refusal doubts the bucket (pace's doubtRates: its rate measured with 2×limit units of noise, and the search for a shorter window opened to it), the refusals are a few where they were a quarter to a third of the attempts, and no request fails (one to four did), but the search paces slower on 20 ms round trips (1.5-1.7x where it took 1.1x), and at 2 per 200 ms on a millisecond the bucket still paces a quarter refused; at 3 per 300 ms on a millisecond the window of a second stands and paces (3.2x); at 1 per 100 ms and 10 per 200 ms as whySubSecond"
+	whyHTTPRate        = "go-chi/httprate's sliding counter (windows from the limiter's start, the weighted count rounded to the nearest unit, resets at the current window's end in Unix seconds rounded down; the emulator gives httprate's loopback figures: 2/s 1.4-1.9x, 5/s 1.2-1.3x, 50/s 1.1-1.2x, 1 per 100 ms 2.7-2.9x, 3 per 300 ms 3.0x): at 5 and 50 a second the counter is identified and paces at a whole unit of room, a unit of the limit short in each window, and at the most any phase the answers allow (its windows are off the server's seconds: whyCounterOpen); at 2 a second the rounded count admits and refuses where an exact counter would not, a window or a bucket stays in the running beside the counter, and each refusal's whole-second Retry-After pauses the key; at 1 per 100 ms a bucket paces, and 3 per 300 ms is taken for a counter of a second (whySubSecond)"
 	whySilentSlow      = "no headers at 1 or 2 a second (echo's x/time/rate limiter on loopback gives the same figures): the first burst is refused beyond the limit, and the silent model's search among its candidates costs about ten refusals more, which a run of 30 or 60 requests cannot spread thin; the refused probes charged for good to every bucket candidate (silent.tatAll, the cautious view of a server that charges refusals) held a bucket of 1/s back for seconds at a time (1.55-1.63x) until each admission capped that charge (silent.evidence): 1.15x for the buckets, 1.2-1.4x for the windows, logs and counters, whose 2/s cells went from 1.07x to 1.22x"
 	whySilentFast      = "no headers, a server of 1000/s on round trips of 0.5-1.5 ms: a candidate of half its rate (a bucket of 500/s) survives the first burst and holds each request back 1 ms, within the arrivals' margin (2.5 ms), where no probe can tell it from the server's: it paces at 500/s (4.5-5.4x before silent.disagree added up such holds to a probe, which frees a candidate only when its hold is beyond the margin)"
 	whyFastBucket      = "a bucket of 1000/s on round trips of 0.5-1.5 ms: its refill rate is measured from the remaining counts of answers a few milliseconds apart, low at first (about 760/s), and raised step by step over the run"
@@ -82,7 +83,7 @@ const (
 // all the worst of three runs at GOMAXPROCS 1, 2 and 4, which agreed: 359
 // of 742 cells meet their target. The 28 slow servers without headers (1
 // and 2 a second) came after, and the 10 of go-limiter's windows, all
-// listed: 359 of 780. The reasons of the former come from the traces of 5be841c where a cell was listed then; a
+// listed: 359 of 780; then the 10 of go-chi/httprate's counter, all listed. The reasons of the former come from the traces of 5be841c where a cell was listed then; a
 // cell listed since carries the reason of its kind (its variation,
 // operating point, header family or algorithm). TestGrid fails when a cell does worse than listed here
 // (beyond tolRefused, tolX and tolFailed), and reports a cell that meets
@@ -513,4 +514,15 @@ var known = map[string]knownCell{
 	"go-limiter-window/x-ratelimit/3p300ms/rtt20±50%/w16/floor-resets":  {0.0567, 1.45, 0, whyGoLimiter},
 	"go-limiter-window/x-ratelimit/10p200ms/rtt1±50%/w16/floor-resets":  {0.0197, 1.48, 0, whyGoLimiter},
 	"go-limiter-window/x-ratelimit/10p200ms/rtt20±50%/w16/floor-resets": {0.0197, 1.54, 0, whyGoLimiter},
+	// go-chi/httprate's counter.
+	"httprate-counter/x-ratelimit/2ps/rtt1±50%/w16/floor-resets":      {0.1304, 1.75, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/2ps/rtt20±50%/w16/floor-resets":     {0.0909, 1.75, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/5ps/rtt1±50%/w16/floor-resets":      {0.0196, 1.24, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/5ps/rtt20±50%/w16/floor-resets":     {0.0196, 1.27, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/50ps/rtt1±50%/w16/floor-resets":     {0.0066, 1.23, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/50ps/rtt20±50%/w16/floor-resets":    {0.0066, 1.15, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/1p100ms/rtt1±50%/w16/floor-resets":  {0.0654, 2.52, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/1p100ms/rtt20±50%/w16/floor-resets": {0.2126, 2.18, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/3p300ms/rtt1±50%/w16/floor-resets":  {0.0164, 3.19, 0, whyHTTPRate},
+	"httprate-counter/x-ratelimit/3p300ms/rtt20±50%/w16/floor-resets": {0.0476, 2.97, 0, whyHTTPRate},
 }
