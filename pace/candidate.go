@@ -401,17 +401,22 @@ const minProbeRate = 1.0 / 60
 // avail returns how many units candidate c says are free at t, for a
 // request arriving then, given the client's units still in flight (fl).
 func (p *policy) avail(c candidate, t int64, fl flight, v view) float64 {
-	if c == cBucket {
+	switch c {
+	case cBucket:
 		return p.bucketAvail(t, fl, p.rate(v))
+	case cCounter:
+		return float64(p.limit) + fl.slack - p.counted(c, t, v) - float64(fl.n)
 	}
 	return float64(p.limit) - p.counted(c, t, v) - float64(fl.n)
 }
 
 // flight is what a decision knows of the client's units in flight: how
 // many (less those answers showed counted), and the latest instant they
-// are taken to reach the server (never: unknown).
+// are taken to reach the server (never: unknown); and how far past its
+// limit the sliding counter's count may be planned (see counterSlack).
 type flight struct {
 	n, end int64
+	slack  float64
 }
 
 // bucketAvail is avail for the bucket at rate r: its level at t, less the
@@ -482,7 +487,7 @@ func (p *policy) when(c candidate, from, need int64, fl flight, v view) int64 {
 		keep := p.limit - inflight - need
 		return afterBoth(&p.own, &p.logF, from, w, keep)
 	case cCounter:
-		return p.counterWhen(from, room+float64(inflight), cautious)
+		return p.counterWhen(from, room+float64(inflight), fl.slack, cautious)
 	}
 	return never
 }
@@ -511,9 +516,9 @@ func (p *policy) bucketWhen(from int64, room float64, fl flight, r float64) int6
 }
 
 // counterWhen solves the counter's count for the instant at or after from
-// when room units fit, scanning the window that from falls in and the next
-// two.
-func (p *policy) counterWhen(from int64, room float64, v view) int64 {
+// when room units fit, the count planned past the limit by slack, scanning
+// the window that from falls in and the next two.
+func (p *policy) counterWhen(from int64, room, slack float64, v view) int64 {
 	w := p.periodFor(v)
 	if w <= 0 || !p.ctr.known() {
 		return never
@@ -522,7 +527,7 @@ func (p *policy) counterWhen(from int64, room float64, v view) int64 {
 	if v == optimistic {
 		phase = p.ctr.mid()
 	}
-	fits := func(t int64) bool { return float64(p.limit)-p.counterCounted(t, v) >= room }
+	fits := func(t int64) bool { return float64(p.limit)+slack-p.counterCounted(t, v) >= room }
 	ws := phase + floorDiv(from-phase, w)*w
 	for k := range 3 {
 		lo, hi := max(from, ws+int64(k)*w), ws+int64(k+1)*w-1

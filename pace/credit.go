@@ -63,7 +63,7 @@ func (s *State) Credit(now time.Time, route string) int64 {
 			// does not say: each answer of it is read.
 			return 0
 		}
-		fl := k.flight(p)
+		fl := k.flight(p, unixNano(now))
 		inflight := fl.n
 		// Ample: the client spends at most a quarter of the quota in its
 		// longest window. A client that uses more is near a limit, where

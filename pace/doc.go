@@ -33,7 +33,13 @@
 //     windows' phase only what the resets and the answers allow (not the
 //     server's seconds, which go-chi/httprate's do not start on), and its
 //     count, where the phase is uncertain, the most (or, to refute it, the
-//     least) any phase allowed gives;
+//     least) any phase allowed gives; that count is rarely whole, and the
+//     servers admit while it is below the limit less the request's cost,
+//     or while it rounds to at most that (go-chi/httprate), so where the
+//     counter alone explains the answers it is paced past a whole unit of
+//     room by a slack short of a half, less what the count can rise in the
+//     round trips' spread (none, for a while, after a refusal that only
+//     the slack sent);
 //   - a bucket (token bucket, leaky bucket, GCRA): the quota returns
 //     continuously at a rate, up to a burst.
 //

@@ -20,13 +20,18 @@ var ErrBadState = errors.New("pace: unreadable state")
 // stateFormat is the first byte of MarshalBinary's output: which layout
 // follows. It is not ASCII, nor a byte that can start a UTF-8 character,
 // so that an encoded state is never taken for text (JSON, say). Any change
-// to the layout below takes the next value (0xB8, ...); UnmarshalBinary
+// to the layout below takes the next value (0xBA, ...); UnmarshalBinary
 // answers a format it does not know with ErrBadState, and the stores then
 // start the key afresh.
 //
 // A field added to keyState, or to anything below it, must be written and
 // read here: TestEncodingComplete fails, naming the field, until it is.
-const stateFormat = 0xB8
+const stateFormat = 0xB9
+
+// stateFormatB8 is the format before a policy kept when a refusal last
+// doubted its sliding counter's slack (policy.slackDoubted). It is still
+// read; none is.
+const stateFormatB8 = 0xB8
 
 // stateFormatB7 is the format before a policy kept which of its bucket's
 // rates refusals refuted (policy.resetsDoubted, exactDoubted). It is still
@@ -329,6 +334,7 @@ func (e *encoder) policy(p *policy) {
 	e.f(p.rUpper)
 	e.i(p.resetsDoubted)
 	e.i(p.exactDoubted)
+	e.i(p.slackDoubted)
 	e.u(p.probe)
 	e.f(p.probeTokens)
 	e.i(p.trickled)
@@ -450,6 +456,7 @@ type decoder struct {
 	b5   bool // the layout is stateFormatB5's or older: no policy.labE, labN, adm, countRefused
 	b6   bool // the layout is stateFormatB6's or older: no policy.wCap, wLo, pEnd
 	b7   bool // the layout is stateFormatB7's or older: no policy.resetsDoubted, exactDoubted
+	b8   bool // the layout is stateFormatB8's or older: no policy.slackDoubted
 }
 
 // decodeState reads the state MarshalBinary wrote in data.
@@ -462,7 +469,7 @@ func decodeState(data []byte) (keyState, error) {
 		return k, fmt.Errorf("%w: unknown format %#02x", ErrBadState, data[0])
 	}
 	f := data[0]
-	d := decoder{b: data[1:], b2: f == stateFormatB2, b3: f <= stateFormatB3, b4: f <= stateFormatB4, b5: f <= stateFormatB5, b6: f <= stateFormatB6, b7: f <= stateFormatB7}
+	d := decoder{b: data[1:], b2: f == stateFormatB2, b3: f <= stateFormatB3, b4: f <= stateFormatB4, b5: f <= stateFormatB5, b6: f <= stateFormatB6, b7: f <= stateFormatB7, b8: f <= stateFormatB8}
 	d.keyState(&k)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the state", len(d.b))
@@ -778,6 +785,9 @@ func (d *decoder) policy(p *policy) {
 	if !d.b7 {
 		p.resetsDoubted = d.i()
 		p.exactDoubted = d.i()
+	}
+	if !d.b8 {
+		p.slackDoubted = d.i()
 	}
 	p.probe = d.u()
 	p.probeTokens = d.f()

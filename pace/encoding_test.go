@@ -543,9 +543,10 @@ func TestDecodeFormatB4(t *testing.T) {
 // encoded again, it is of the current format, longer, and decodes to the
 // same state.
 func TestDecodeFormatB5(t *testing.T) {
-	// Fourteen bytes more, four of format 0xB7's (policy.wCap, wLo, pEnd)
-	// and two of 0xB8's (policy.resetsDoubted, exactDoubted).
-	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 20, func(st *State) {
+	// Fourteen bytes more, four of format 0xB7's (policy.wCap, wLo, pEnd),
+	// two of 0xB8's (policy.resetsDoubted, exactDoubted) and one of 0xB9's
+	// (policy.slackDoubted).
+	decodeOlder(t, "testdata/policy-b5.state", stateFormatB5, 21, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 1, p.limit)
@@ -563,10 +564,10 @@ func TestDecodeFormatB5(t *testing.T) {
 // 100 ms, X-RateLimit headers with resets as Unix times rounded down, on
 // 20 ms round trips: 31 requests, the window taken for one of a second)
 // decodes, with no search begun; encoded again, it is of the current
-// format, six bytes longer (policy.wCap, wLo, pEnd, resetsDoubted,
-// exactDoubted), and decodes to the same state.
+// format, seven bytes longer (policy.wCap, wLo, pEnd, resetsDoubted,
+// exactDoubted, slackDoubted), and decodes to the same state.
 func TestDecodeFormatB6(t *testing.T) {
-	decodeOlder(t, "testdata/policy-b6.state", stateFormatB6, 6, func(st *State) {
+	decodeOlder(t, "testdata/policy-b6.state", stateFormatB6, 7, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 5, p.limit)
@@ -583,10 +584,11 @@ func TestDecodeFormatB6(t *testing.T) {
 // 1 per 100 ms on the clock, X-RateLimit headers with resets rounded down,
 // on 20 ms round trips: 53 requests, 14 refused, the bucket alone alive,
 // its rate measured exactly at 16-23 a second) decodes, none refuted; encoded
-// again, it is of the current format, two bytes longer
-// (policy.resetsDoubted, exactDoubted), and decodes to the same state.
+// again, it is of the current format, three bytes longer
+// (policy.resetsDoubted, exactDoubted, slackDoubted), and decodes to the
+// same state.
 func TestDecodeFormatB7(t *testing.T) {
-	decodeOlder(t, "testdata/policy-b7.state", stateFormatB7, 2, func(st *State) {
+	decodeOlder(t, "testdata/policy-b7.state", stateFormatB7, 3, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 1, p.limit)
@@ -594,6 +596,23 @@ func TestDecodeFormatB7(t *testing.T) {
 		require.Greater(t, p.rLo, 15.0, "measured exactly, too fast")
 		require.Zero(t, p.resetsDoubted)
 		require.Zero(t, p.exactDoubted)
+	})
+}
+
+// TestDecodeFormatB8: a state of the format before a policy kept when a
+// refusal last doubted its sliding counter's slack (testdata/policy-b8.state,
+// written by the pace of 3b8e14f after 8 s of 16 workers against a sliding
+// counter of 5 a second, X-RateLimit headers, on 20 ms round trips: 36
+// requests, 2 refused, the counter alone alive) decodes, none doubted;
+// encoded again, it is of the current format, a byte longer
+// (policy.slackDoubted), and decodes to the same state.
+func TestDecodeFormatB8(t *testing.T) {
+	decodeOlder(t, "testdata/policy-b8.state", stateFormatB8, 1, func(st *State) {
+		require.Len(t, st.k.policies, 1)
+		p := &st.k.policies[0]
+		require.EqualValues(t, 5, p.limit)
+		require.Equal(t, uint8(1<<cCounter), p.alive)
+		require.Zero(t, p.slackDoubted)
 	})
 }
 
@@ -623,10 +642,10 @@ func decodeOlder(t *testing.T, file string, format byte, more int, check func(*S
 // X-RateLimit headers) decodes, with that instant unknown; encoded again,
 // it is of the current format and decodes to the same state.
 func TestDecodeFormatB3(t *testing.T) {
-	// Twenty-two bytes more: policy.anchorAt, labE, labN, adm (its length
-	// and five pairs), countRefused, wCap, wLo, pEnd, resetsDoubted and
-	// exactDoubted, and silent.lost.
-	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 22, func(st *State) {
+	// Twenty-three bytes more: policy.anchorAt, labE, labN, adm (its
+	// length and five pairs), countRefused, wCap, wLo, pEnd, resetsDoubted,
+	// exactDoubted and slackDoubted, and silent.lost.
+	decodeOlder(t, "testdata/policy-b3.state", stateFormatB3, 23, func(st *State) {
 		require.Len(t, st.k.policies, 1)
 		p := &st.k.policies[0]
 		require.EqualValues(t, 50, p.limit)

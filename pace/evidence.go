@@ -334,6 +334,10 @@ func (p *policy) first(a *answer, o *ratelimit.Policy, r, cost int64) {
 // those it shows too hopeful, what others must have spent.
 func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 	amb := p.ambiguous(a)
+	// A refusal that only the counter's slack sent: its count, before
+	// others' spending is booked for it below, left no whole unit.
+	slackSent := a.refused && !a.probe && p.alive == 1<<cCounter &&
+		p.counterCounted(a.at, cautious) > float64(p.limit-a.cost(p))
 	var short [nCand]float64
 	minShort := math.Inf(1)
 	for c := range nCand {
@@ -418,6 +422,9 @@ func (p *policy) check(a *answer, r, prevAt, prevRem, since int64) {
 		case cBucket:
 			p.doubtRates(a, r, resetsFast)
 		}
+	}
+	if slackSent {
+		p.slackDoubted = a.at
 	}
 }
 

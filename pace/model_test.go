@@ -1041,3 +1041,51 @@ func TestShortWindowAfterBurst(t *testing.T) {
 		})
 	}
 }
+
+// TestCounterSlack: a sliding counter of 5 a second, identified (the one
+// candidate left), exact (ratelimittest's: admitted while the weighted
+// count is below 5) and rounded (go-chi/httprate's: while it rounds to 4
+// or less), 16 workers on 20 ms round trips. Paced while the count is at
+// most 4, as a whole unit of room, a request went every 250 ms: 80 in
+// [10 s, 30 s), where the server admits 100. The counter's slack
+// (counterSlack) plans the count past 4 by most of a half: 89-91 now,
+// refused no more.
+func TestCounterSlack(t *testing.T) {
+	for _, rounded := range []bool{false, true} {
+		t.Run(fmt.Sprint("rounded=", rounded), func(t *testing.T) {
+			opts := []ratelimittest.Option{
+				ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.SlidingCounter, Limit: 5, Window: time.Second, Anchor: ratelimittest.AnchorFirstRequest}),
+				ratelimittest.WithDialect(ratelimittest.XRateLimit),
+			}
+			if rounded {
+				opts = append(opts, ratelimittest.WithRoundedCounts(), ratelimittest.WithWindowEndResets(), ratelimittest.WithFloorResets())
+			}
+			e := emulate(t, emu{opts: opts, workers: 16, latency: 20 * time.Millisecond, span: 30 * time.Second})
+			n := e.sentIn(sec(10), sec(30))
+			p := &e.st.k.policies[0]
+			t.Logf("%d sends, %d refused (%v); %d in [10 s, 30 s); %s", len(e.sends), len(e.refused), e.refused, n, p.dump(t0.Add(30*time.Second).UnixNano()))
+			require.Equal(t, uint8(1<<cCounter), p.alive, "the counter identified")
+			require.GreaterOrEqual(t, n, 86, "sent in [10 s, 30 s)")
+			require.LessOrEqual(t, len(e.refused), 2, "refused")
+		})
+	}
+}
+
+// TestCounterSlackBounds: the slack is for the counter alone, shrinks as
+// the count can rise within the round trips' spread, and is off for a
+// revival period after a refusal (slackDoubted).
+func TestCounterSlackBounds(t *testing.T) {
+	k := &keyState{rtt: 20e6, rttMin: 10e6} // a spread of 10 ms: orderSlack 5 ms
+	p := &policy{limit: 5, alive: 1 << cCounter, period: bounds{1e9, 1e9}}
+	now := t0.UnixNano()
+	require.InDelta(t, maxCounterSlack-5*0.020, p.counterSlack(k, now), 1e-9, "5/s: 0.1 of a unit in 20 ms")
+	p.limit = 50
+	require.Zero(t, p.counterSlack(k, now), "50/s: a unit in 20 ms")
+	p.limit = 5
+	p.alive |= 1 << cLog
+	require.Zero(t, p.counterSlack(k, now), "a log in the running too")
+	p.alive = 1 << cCounter
+	p.slackDoubted = now - p.revivePeriod()/2
+	require.Zero(t, p.counterSlack(k, now), "refused within a revival period")
+	require.Positive(t, p.counterSlack(k, now+p.revivePeriod()), "after it")
+}

@@ -37,7 +37,6 @@ type policy struct {
 	since, early, booked int64
 	// last is when an answer last spoke of it, by the client's clock.
 	last int64
-
 	// own holds the client's admitted units; logF and ctrF the spending
 	// of others that the sliding log and counter had to assume.
 	own, logF, ctrF ledger
@@ -106,6 +105,11 @@ type policy struct {
 	// a small burst's, which a window returns whole (0: never; see
 	// doubtRates).
 	resetsDoubted, exactDoubted int64
+	// slackDoubted is when a refusal (no probe's) last came, while the
+	// sliding counter was the one candidate left, that only its slack had
+	// sent (its count left no whole unit): the slack is off for a revival
+	// period after (see counterSlack; 0: never).
+	slackDoubted int64
 
 	// probe is the lease sent to test the candidates in probeFor, which
 	// alone said it would be admitted (0: none in flight).

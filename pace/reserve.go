@@ -433,7 +433,7 @@ type holdResult struct {
 // hold decides whether need units of p may be spent by a request sent at
 // now that reaches the server at arrive.
 func (p *policy) hold(k *keyState, now, arrive, need, until int64) holdResult {
-	fl := k.flight(p)
+	fl := k.flight(p, now)
 	inflight := fl.n
 	if left := p.obsRem - p.since - inflight; left >= need {
 		// Whatever returns, what the newest answer left is still there;
@@ -935,3 +935,29 @@ func after(t int64, f float64) int64 {
 	}
 	return t + int64(math.Ceil(f*1e9))
 }
+
+// counterSlack is how far past its limit a sliding counter's fractional
+// count may be planned, where it is the one candidate left. A counter
+// weighs the previous window's count by the share of it still covered, so
+// its count is rarely whole: the servers admit while it is below the limit
+// less the request's cost (ratelimittest, Cloudflare's), or while it is so
+// rounded to the nearest unit (go-chi/httprate: below the limit less a
+// half), where a count of at most the limit less the cost, as for the
+// other candidates, paces a unit of the limit short in every window (4 a
+// second of 5). The slack is what is left of maxCounterSlack after the
+// count can rise in the spread of the round trips (the counter returns
+// its previous window's count at limit/window): a unit landing that much
+// earlier than planned would find the count higher by that. A refusal that
+// only the slack sent turns it off for a revival period (slackDoubted).
+func (p *policy) counterSlack(k *keyState, t int64) float64 {
+	w := p.period.hi
+	if p.alive != 1<<cCounter || w <= 0 || p.doubted(p.slackDoubted, t) {
+		return 0
+	}
+	rise := float64(p.limit) * float64(4*k.orderSlack()) / float64(w)
+	return max(maxCounterSlack-rise, 0)
+}
+
+// maxCounterSlack is the most counterSlack allows: short of the half unit
+// that a counter rounded to the nearest unit admits past its limit.
+const maxCounterSlack = 0.45

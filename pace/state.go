@@ -335,13 +335,14 @@ func (k *keyState) inflight(p *policy) int64 {
 // flight returns inflight's units, and the latest instant they are taken to
 // reach the server: the latest grant among them, plus half the mean round
 // trip and the arrivals' error (never while the mean round trip is zero:
-// none measured yet, or a clock that did not move).
-func (k *keyState) flight(p *policy) flight {
+// none measured yet, or a clock that did not move); and the counter's
+// slack for a decision at t.
+func (k *keyState) flight(p *policy, t int64) flight {
 	n := k.inflight(p)
 	if n <= 0 {
-		return flight{}
+		return flight{slack: p.counterSlack(k, t)}
 	}
-	fl := flight{n: n, end: never}
+	fl := flight{n: n, end: never, slack: p.counterSlack(k, t)}
 	if f := k.flightOf(p.bucket); f != nil && k.rtt > 0 {
 		fl.end = f.last + k.rtt/2 + k.arrivalError()
 	}

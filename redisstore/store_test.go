@@ -229,7 +229,7 @@ func TestEncoding(t *testing.T) {
 		{"5:1893456000000:0:" + zero, 5, true},
 		{"5:1893456000000:0:" + zero + "x", 5, false}, // trailing bytes
 		{"5:1893456000000:0:" + zero[:len(zero)-1], 5, false},
-		{"5:1893456000000:0:\xb9" + zero[1:], 5, false}, // another format
+		{"5:1893456000000:0:" + string([]byte{zero[0] + 1}) + zero[1:], 5, false}, // a format to come
 		{"5:1893456000000:0:", 5, false},
 		{"5:1893456000000:x:" + zero, 5, false},
 		{"5:1893456000000:-:" + zero, 5, false},
