@@ -38,7 +38,8 @@ func FuzzMeters(f *testing.F) {
 	f.Add(uint8(0), uint16(10), uint32(1000), uint16(0), []byte{0, 0, 0, 1, 5, 200, 7, 3})
 	f.Add(uint8(2), uint16(3), uint32(1100), uint16(2), []byte{9, 9, 9, 9, 255, 1, 128})
 	f.Add(uint8(5), uint16(7), uint32(1), uint16(50), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
-	f.Add(uint8(3), uint16(4), uint32(1000), uint16(1<<15|4), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 0, 40, 1, 0, 2}) // refusals charged
+	f.Add(uint8(3), uint16(4), uint32(1000), uint16(1<<15|4), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 0, 40, 1, 0, 2})            // refusals charged
+	f.Add(uint8(3), uint16(5), uint32(1000), uint16(1<<14), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 0, 40, 1, 0, 2, 9, 0, 50, 0}) // rounded
 	f.Fuzz(func(t *testing.T, alg uint8, limit uint16, windowMs uint32, burst uint16, ops []byte) {
 		algs := Algorithms()
 		p := Quota{
@@ -56,6 +57,9 @@ func FuzzMeters(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
+		// The burst's next bit rounds a sliding counter's count and
+		// writes its resets at its window's end (go-chi/httprate's).
+		r.rounded, r.endResets = burst&(1<<14) != 0, burst&(1<<14) != 0
 		var steps []step
 		for i := 0; i+1 < len(ops) && len(steps) < 300; i += 2 {
 			// dt spans bursts (0), fractions of the window and long gaps.
