@@ -338,11 +338,12 @@ func (k *keyState) inflight(p *policy) int64 {
 // none measured yet, or a clock that did not move); and the counter's
 // slack for a decision at t.
 func (k *keyState) flight(p *policy, t int64) flight {
+	slack := p.counterSlack(k, t)
 	n := k.inflight(p)
 	if n <= 0 {
-		return flight{slack: p.counterSlack(k, t)}
+		return flight{slack: slack}
 	}
-	fl := flight{n: n, end: never, slack: p.counterSlack(k, t)}
+	fl := flight{n: n, end: never, slack: slack}
 	if f := k.flightOf(p.bucket); f != nil && k.rtt > 0 {
 		fl.end = f.last + k.rtt/2 + k.arrivalError()
 	}
