@@ -945,19 +945,28 @@ func after(t int64, f float64) int64 {
 // half), where a count of at most the limit less the cost, as for the
 // other candidates, paces a unit of the limit short in every window (4 a
 // second of 5). The slack is what is left of maxCounterSlack after the
-// count can rise in the spread of the round trips (the counter returns
-// its previous window's count at limit/window): a unit landing that much
-// earlier than planned would find the count higher by that. A refusal that
-// only the slack sent turns it off for a revival period (slackDoubted).
+// count can rise in counterSlackSpreads spreads of the round trips (the
+// counter returns its previous window's count at limit/window): a unit
+// landing that much earlier than planned would find the count higher by
+// that. A refusal that only the slack sent turns it off for a revival
+// period (slackDoubted).
 func (p *policy) counterSlack(k *keyState, t int64) float64 {
 	w := p.period.hi
 	if p.alive != 1<<cCounter || w <= 0 || p.doubted(p.slackDoubted, t) {
 		return 0
 	}
-	rise := float64(p.limit) * float64(4*k.orderSlack()) / float64(w)
+	spread := 2 * k.orderSlack() // the round trips' spread, a millisecond at least
+	rise := float64(p.limit) * counterSlackSpreads * float64(spread) / float64(w)
 	return max(maxCounterSlack-rise, 0)
 }
 
 // maxCounterSlack is the most counterSlack allows: short of the half unit
 // that a counter rounded to the nearest unit admits past its limit.
 const maxCounterSlack = 0.45
+
+// counterSlackSpreads is how many spreads of the round trips counterSlack
+// leaves for the count's rise: the unit may land a spread earlier than
+// planned, and the answers that placed the count were a spread off
+// themselves. With one, the grid's counters at 200/s on 1 ms round trips
+// took a refusal (and its second's pause) they do not take with two.
+const counterSlackSpreads = 2
