@@ -9,6 +9,7 @@
 //	go run ./examples/apisim -algorithm sliding-log -limit 100 -window 1m -retry-after date -errors-every 20
 //	go run ./examples/apisim -algorithm sliding-counter -limit 100 -window 1m -dialect x-ratelimit -retry-after full-window
 //	go run ./examples/apisim -limit 100 -window 1h -anchor first-request -dialect openai -coarse-resets
+//	go run ./examples/apisim -algorithm sliding-counter -limit 5 -window 1s -anchor first-request -dialect x-ratelimit -floor-resets -rounded-counts -window-end-resets
 package main
 
 import (
@@ -132,6 +133,9 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	fs.Var(durationFlag{&skew}, "date-skew", "fault: skew of the server's Date and absolute times (e.g. -90s)")
 	coarse := fs.Bool("coarse-resets", false, "quirk: resets in whole seconds, rounded up, in the openai and discord dialects too")
 	resetOne := fs.Bool("reset-always-one", false, "quirk: every reset the dialects write says 1 second, whatever the truth")
+	floorResets := fs.Bool("floor-resets", false, "quirk: resets written as an instant in whole seconds (and date Retry-Afters) rounded down, as go-chi/httprate and sethvargo/go-limiter write them")
+	rounded := fs.Bool("rounded-counts", false, "quirk: a sliding counter rounds its weighted count to the nearest unit before comparing it with the limit, as go-chi/httprate does (it admits less)")
+	endResets := fs.Bool("window-end-resets", false, "quirk: a sliding counter's reset is its current window's end, as go-chi/httprate writes it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -258,6 +262,15 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	}
 	if *resetOne {
 		s.opts = append(s.opts, ratelimittest.WithResetAlwaysOne())
+	}
+	if *floorResets {
+		s.opts = append(s.opts, ratelimittest.WithFloorResets())
+	}
+	if *rounded {
+		s.opts = append(s.opts, ratelimittest.WithRoundedCounts())
+	}
+	if *endResets {
+		s.opts = append(s.opts, ratelimittest.WithWindowEndResets())
 	}
 	return s, nil
 }

@@ -137,6 +137,13 @@ func TestQuirkFlags(t *testing.T) {
 		require.Equal(t, "60", res.Header.Get("Retry-After"), "the whole window")
 		require.Equal(t, "1m0s", res.Header.Get("X-Ratelimit-Reset-Requests"))
 	})
+	t.Run("go-chi/httprate's counter", func(t *testing.T) {
+		addr, logLine := serve(t, "-algorithm", "sliding-counter", "-limit", "2", "-window", "1h", "-anchor", "first-request",
+			"-floor-resets", "-rounded-counts", "-window-end-resets", "-dialect", "ietf")
+		require.Contains(t, logLine, "instant resets rounded down, sliding counts rounded, a sliding counter resets at its window's end")
+		res := get(t, "http://"+addr+"/")
+		require.Equal(t, `"2-per-1h0m0s";r=1;t=3600`, res.Header.Get("RateLimit"), "the window's end, not the next one's")
+	})
 	t.Run("reset always one", func(t *testing.T) {
 		addr, logLine := serve(t, "-limit", "1", "-window", "1h", "-anchor", "first-request", "-reset-always-one", "-dialect", "ietf")
 		require.Contains(t, logLine, "every reset 1s")
