@@ -96,7 +96,10 @@
 //     more than a refusal would (a few round trips, 100 ms at least), or
 //     its small delays have added up to that much since the last probe,
 //     one request goes at the instant the optimistic one allows: a probe.
-//     (A window's optimistic end is the second the server's Date says it
+//     (A bucket's optimistic rate is the middle of the rates the answers
+//     measured and its resets allow: a bucket that says when it is full
+//     again is not probed at a rate that would fill it sooner than it says.
+//     A window's optimistic end is the second the server's Date says it
 //     ends at, or, for a window anchored at its first request, a period at
 //     its shortest after the answer that found the whole quota less one
 //     left: resets in whole seconds, rounded up, say a second or two

@@ -263,7 +263,7 @@ func (p *policy) refillBetween(t0, t1 int64) float64 {
 	if p.plausible()&(1<<cBucket) == 0 || t1 <= t0 {
 		return 0
 	}
-	return p.rate(optimistic) * float64(t1-t0) / 1e9
+	return p.fastRate() * float64(t1-t0) / 1e9
 }
 
 // returnsBetween is the most of the quota that the candidates in the
@@ -309,7 +309,7 @@ func (p *policy) returnsBetweenOf(a *answer, r, since int64, windows bool) float
 				return math.Inf(1)
 			}
 		case cBucket:
-			most = max(most, p.rate(optimistic)*float64(t1-t0)/1e9)
+			most = max(most, p.fastRate()*float64(t1-t0)/1e9)
 		}
 	}
 	return most

@@ -360,6 +360,39 @@ func TestBucketRate(t *testing.T) {
 	}
 }
 
+// TestResetsBoundTheProbedRate guards what a probe of a bucket's rate
+// tests: no faster than the bucket's resets allow. A bucket of 100 a
+// minute that says on every answer when it is full again, in whole
+// seconds, bounds its rate from above (what is missing over the soonest
+// instant the reset allows) as well as from below. Before, only refused
+// probes bounded the rate from above, so the probes tested rates the
+// resets had ruled out, each refused in turn: 6 refusals in the first
+// minute (at 1, 3, 9, 16, 24 and 33 s), where now only the first, a
+// probe of the count, is. The rate paced is still the server's. (The
+// first minute: after it, a refuted window candidate revives and costs a
+// probe a minute, as nothing latches: TestNothingLatches.)
+func TestResetsBoundTheProbedRate(t *testing.T) {
+	const limit, window = 100, time.Minute
+	for _, d := range []ratelimittest.Dialect{ratelimittest.XRateLimit, ratelimittest.Anthropic} {
+		t.Run(string(d), func(t *testing.T) {
+			e := emulate(t, emu{
+				opts: []ratelimittest.Option{
+					ratelimittest.WithQuota(ratelimittest.Quota{Algorithm: ratelimittest.TokenBucket, Limit: limit, Window: window}),
+					ratelimittest.WithDialect(d),
+				},
+				workers: 16, latency: 20 * time.Millisecond, span: 60 * time.Second,
+			})
+			from, to := sec(5), sec(60)
+			n := e.sentIn(from, to)
+			t.Logf("%d sends, %d refused (%v), %d probes refused; %d in [%v, %v)", len(e.sends), len(e.refused), e.refused, e.probes, n, from, to)
+			require.LessOrEqual(t, len(e.refused), 2, "refused")
+			want := float64(limit) * (to - from).Seconds() / window.Seconds()
+			require.GreaterOrEqualf(t, float64(n), 0.97*want, "paced below the true rate")
+			require.LessOrEqual(t, float64(n), want+2, "paced above the true rate")
+		})
+	}
+}
+
 // ---------------------------------------------------------------------------
 // Nothing latches; probes are budgeted.
 

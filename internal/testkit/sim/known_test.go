@@ -24,7 +24,6 @@ const (
 	whyRTT200          = "round trips of 100-300 ms: answers are up to 150 ms old when they arrive, and requests go when the quota returns by headway's clock, reaching the server half a round trip later"
 	whySkew            = "a fixed window with the server's Date 3 s off the client's clock: the window's end, guessed from the reset read against the Date, is late"
 	whyCharge          = "refusals are charged: a refused request counts at the server as an admission the client's ledger does not have, so the server is taken for a window (or a slower bucket) and requests wait for whole-second resets (up to 2.3x)"
-	whyProbes          = "a bucket of 100 per minute with absolute resets: probes refused at the start and about once a minute while its refill is measured (1.56-1.57/s of 1.67/s), 7-11 in 600 attempts"
 	whyRTT200Window    = "round trips of 100-300 ms on a fixed window with t= delays: the requests in flight when a window is spent are not held back, up to 16 reach it at once and are refused, and each Retry-After pauses the key"
 	whyCounterOpen     = "the sliding counter's phase is no longer taken from the server's Date (go-chi/httprate's windows are not on its seconds): until the answers narrow it, the counter explains a window's, a log's or a bucket's answers at some phase and stays a candidate, held to the most any phase allows, so the key waits for it longer, or a probe is refused to rule it out"
 	whyLag             = "one-sided lags on the way out (10 ms on average, in round trips of 20 ms): the client takes each request to have been counted half way through its round trip, which a lagged one reached later, so its unit returns, its window opens and its bucket's level falls later than the client counts; requests sent on that count land a few ms early and are refused, and each refusal's whole-second Retry-After pauses the key"
@@ -376,9 +375,6 @@ var known = map[string]knownCell{
 	"sliding-log/ietf/50ps+600pm/rtt20±50%/w16/misleading":               {0.0132, 1.01, 0, whyMisleading},
 	"sliding-log/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":        {0.0164, 1.46, 0, whyMisleading},
 	"sliding-log/anthropic/50ps+600pm/rtt20±50%/w16/misleading":          {0.0110, 1.22, 0, whyMisleading},
-	"token-bucket/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":       {0.0132, 1.01, 0, whyMisleading},
-	"token-bucket/anthropic/50ps+600pm/rtt20±50%/w16/misleading":         {0.0116, 1.01, 0, whyMisleading},
-	"gcra/x-ratelimit/50ps+600pm/rtt20±50%/w16/misleading":               {0.0110, 1.01, 0, whyMisleading},
 	"fixed-window/ietf/10ps+100p10s/rtt20±50%/w16/misleading":            {0.0276, 1.02, 0, whyMisleading},
 	"fixed-window/x-ratelimit/10ps+100p10s/rtt20±50%/w16/misleading":     {0.0276, 1.02, 0, whyMisleading},
 	"fixed-window/anthropic/10ps+100p10s/rtt20±50%/w16/misleading":       {0.0276, 1.02, 0, whyMisleading},
@@ -446,11 +442,6 @@ var known = map[string]knownCell{
 	"anchored-window/anthropic/50ps/rtt200±50%/w16":                      {0.0066, 1.33, 0, whyCounterOpen},
 	"anchored-window/ietf/50ps/rtt200±50%/w16":                           {0.0033, 1.16, 0, whyCounterOpen},
 	"fixed-window/x-ratelimit/50ps/rtt200±50%/w16":                       {0.0000, 1.06, 0, whyRTT200},
-	"gcra/anthropic/100pm/rtt20±50%/w16":                                 {0.0115, 1.00, 0, whyCounterOpen},
-	"gcra/x-ratelimit/100pm/rtt20±50%/w16":                               {0.0148, 1.00, 0, whyCounterOpen},
-	"leaky-bucket/anthropic/100pm/rtt20±50%/w16":                         {0.0196, 1.00, 0, whyCounterOpen},
-	"leaky-bucket/x-ratelimit/100pm/rtt20±50%/w16":                       {0.0115, 1.00, 0, whyCounterOpen},
-	"token-bucket/x-ratelimit/100pm/rtt20±50%/w16":                       {0.0115, 1.00, 0, whyCounterOpen},
 	"sliding-counter/x-ratelimit/100pm/rtt20±50%/w16":                    {0.0000, 1.17, 0, whyCounterOpen},
 	"sliding-counter/anthropic/100pm/rtt20±50%/w16":                      {0.0000, 1.17, 0, whyCounterOpen},
 	// Fast servers (200/s and 1000/s on round trips of 0.5-1.5 ms), the worst of
