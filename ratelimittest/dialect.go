@@ -126,7 +126,7 @@ type view struct {
 	partitioned bool
 	// The header quirks (see WithRetryAfterFullWindow, WithCoarseResets,
 	// WithResetAlwaysOne, WithFloorResets).
-	fullWindow, coarse, resetOne, floor bool
+	fullWindow, coarse, resetOne, floor, truncRA bool
 }
 
 // resetIn is the delay the dialects write for a reset d ns away: d itself,
@@ -391,6 +391,9 @@ func (v *view) retryAfter(form RetryAfterForm) string {
 	}
 	switch form {
 	case RetryAfterSeconds:
+		if v.truncRA {
+			return itoa(wait / second)
+		}
 		return itoa(max(1, ceilDiv(wait, second)))
 	case RetryAfterDate:
 		return time.Unix(v.epochReset(wait), 0).UTC().Format(http.TimeFormat)

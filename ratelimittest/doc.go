@@ -53,12 +53,14 @@
 // WithDateSkew switch each misbehaviour on. Others are quirks of real
 // servers' headers, which leave admission as it is:
 // WithRetryAfterFullWindow (Retry-After is the refusing policy's whole
-// window, as go-chi/httprate sends), WithCoarseResets (whole seconds in the
-// millisecond dialects too) and WithResetAlwaysOne (every reset says one
-// second). Quota.Anchor, above, is the quirk of windows that start at a
-// client's first request, and WithChargeRefused that of servers that count
-// a refused request as if it had been admitted, so that a client that keeps
-// sending stays refused longer.
+// window, as go-chi/httprate sends), WithTruncatedRetryAfter (its seconds
+// rounded down, 0 for a window under a second, as httprate writes them
+// too), WithCoarseResets (whole seconds in the millisecond dialects too)
+// and WithResetAlwaysOne (every reset says one second). Quota.Anchor,
+// above, is the quirk of windows that start at a client's first request,
+// and WithChargeRefused that of servers that count a refused request as if
+// it had been admitted, so that a client that keeps sending stays refused
+// longer.
 //
 // # Counting
 //

@@ -131,6 +131,9 @@ func (h *Handler) String() string {
 	if f.fullWindow {
 		fs = append(fs, "Retry-After the refusing policy's whole window")
 	}
+	if f.truncRA {
+		fs = append(fs, "Retry-After rounded down")
+	}
 	if f.coarse {
 		fs = append(fs, "resets in whole seconds")
 	}
@@ -205,6 +208,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		coarse:      f.coarse,
 		resetOne:    f.resetOne,
 		floor:       f.floor,
+		truncRA:     f.truncRA,
 	}
 	if f.misleading {
 		v.status = mislead(v.status, d.admitted)

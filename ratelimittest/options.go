@@ -40,6 +40,7 @@ type faults struct {
 	floor      bool // epoch-second and date resets rounded down
 	rounded    bool // a sliding counter's weighted count rounded
 	endResets  bool // a sliding counter's reset is its current window's end
+	truncRA    bool // Retry-After's delay-seconds rounded down
 }
 
 // DefaultQuota returns the policy used when no WithQuota option is given:
@@ -366,6 +367,16 @@ func WithRoundedCounts() Option {
 // anything). Admission is unchanged; other algorithms are unaffected.
 func WithWindowEndResets() Option {
 	return func(c *config) { c.faults.endResets = true }
+}
+
+// WithTruncatedRetryAfter makes a Retry-After in delay-seconds
+// (RetryAfterSeconds) rounded down rather than up, so that a wait under a
+// second says 0: with WithRetryAfterFullWindow, go-chi/httprate's
+// int(windowLength.Seconds()), which tells a client refused by a window of
+// 100 ms to come back at once and one refused by a window of 1.5 s to wait
+// 1 s. A Retry-After date, the resets and admission are unchanged.
+func WithTruncatedRetryAfter() Option {
+	return func(c *config) { c.faults.truncRA = true }
 }
 
 // WithResetAlwaysOne makes every reset a dialect writes one second, whatever

@@ -532,3 +532,49 @@ func TestWindowEndResets(t *testing.T) {
 		require.Equal(t, want, call(h).Header.Get("RateLimit"), "end resets %v", end)
 	}
 }
+
+// Retry-After's delay-seconds are rounded down (go-chi/httprate's
+// int(windowLength.Seconds())): with the whole window, 0 for a window of
+// 100 ms and 1 for one of 1.5 s; alone, a true wait of 300 ms says 0
+// where it said 1. A date and the resets are unchanged.
+func TestTruncatedRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		window time.Duration
+		full   bool
+		trunc  bool
+		want   string
+	}{
+		{"100ms, whole window", 100 * time.Millisecond, true, true, "0"},
+		{"100ms, whole window, rounded up", 100 * time.Millisecond, true, false, "1"},
+		{"1.5s, whole window", 1500 * time.Millisecond, true, true, "1"},
+		{"1.5s, whole window, rounded up", 1500 * time.Millisecond, true, false, "2"},
+		{"the true wait", 500 * time.Millisecond, false, true, "0"}, // 250ms to the window's end
+		{"the true wait, rounded up", 500 * time.Millisecond, false, false, "1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := []rlt.Option{rlt.WithQuota(rlt.Quota{Name: "api", Limit: 1, Window: c.window}), rlt.WithDialect(rlt.IETF)}
+			if c.full {
+				opts = append(opts, rlt.WithRetryAfterFullWindow())
+			}
+			if c.trunc {
+				opts = append(opts, rlt.WithTruncatedRetryAfter())
+			}
+			h, _ := newHandler(t, opts...) // 12:00:00.25
+			require.Equal(t, 200, call(h).StatusCode)
+			res := call(h)
+			require.Equal(t, 429, res.StatusCode)
+			require.Equal(t, c.want, res.Header.Get("Retry-After"))
+		})
+	}
+	t.Run("a date is unchanged", func(t *testing.T) {
+		h, _ := newHandler(t, rlt.WithQuota(rlt.Quota{Limit: 1, Window: time.Second}), rlt.WithRetryAfter(rlt.RetryAfterDate),
+			rlt.WithTruncatedRetryAfter())
+		require.Equal(t, []int{200, 429}, statuses(h, 2))
+		require.Equal(t, "Thu, 26 Nov 2026 12:00:01 GMT", call(h).Header.Get("Retry-After"))
+	})
+	t.Run("named", func(t *testing.T) {
+		h, _ := newHandler(t, rlt.WithTruncatedRetryAfter())
+		require.Contains(t, h.String(), "faults: Retry-After rounded down")
+	})
+}

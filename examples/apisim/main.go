@@ -9,7 +9,7 @@
 //	go run ./examples/apisim -algorithm sliding-log -limit 100 -window 1m -retry-after date -errors-every 20
 //	go run ./examples/apisim -algorithm sliding-counter -limit 100 -window 1m -dialect x-ratelimit -retry-after full-window
 //	go run ./examples/apisim -limit 100 -window 1h -anchor first-request -dialect openai -coarse-resets
-//	go run ./examples/apisim -algorithm sliding-counter -limit 5 -window 1s -anchor first-request -dialect x-ratelimit -floor-resets -rounded-counts -window-end-resets
+//	go run ./examples/apisim -algorithm sliding-counter -limit 5 -window 1s -anchor first-request -dialect x-ratelimit -floor-resets -rounded-counts -window-end-resets -retry-after full-window -truncated-retry-after
 package main
 
 import (
@@ -136,6 +136,7 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	floorResets := fs.Bool("floor-resets", false, "quirk: resets written as an instant in whole seconds (and date Retry-Afters) rounded down, as go-chi/httprate and sethvargo/go-limiter write them")
 	rounded := fs.Bool("rounded-counts", false, "quirk: a sliding counter rounds its weighted count to the nearest unit before comparing it with the limit, as go-chi/httprate does (it admits less)")
 	endResets := fs.Bool("window-end-resets", false, "quirk: a sliding counter's reset is its current window's end, as go-chi/httprate writes it")
+	truncRA := fs.Bool("truncated-retry-after", false, "quirk: Retry-After's seconds rounded down, 0 under a second (with -retry-after full-window, go-chi/httprate's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -271,6 +272,9 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	}
 	if *endResets {
 		s.opts = append(s.opts, ratelimittest.WithWindowEndResets())
+	}
+	if *truncRA {
+		s.opts = append(s.opts, ratelimittest.WithTruncatedRetryAfter())
 	}
 	return s, nil
 }

@@ -144,6 +144,15 @@ func TestQuirkFlags(t *testing.T) {
 		res := get(t, "http://"+addr+"/")
 		require.Equal(t, `"2-per-1h0m0s";r=1;t=3600`, res.Header.Get("RateLimit"), "the window's end, not the next one's")
 	})
+	t.Run("httprate's Retry-After under a second", func(t *testing.T) {
+		addr, logLine := serve(t, "-algorithm", "sliding-counter", "-limit", "1", "-window", "900ms", "-anchor", "first-request",
+			"-retry-after", "full-window", "-truncated-retry-after")
+		require.Contains(t, logLine, "Retry-After rounded down")
+		require.Equal(t, 200, get(t, "http://"+addr+"/").StatusCode)
+		res := get(t, "http://"+addr+"/")
+		require.Equal(t, 429, res.StatusCode)
+		require.Equal(t, "0", res.Header.Get("Retry-After"), "int(0.9)")
+	})
 	t.Run("reset always one", func(t *testing.T) {
 		addr, logLine := serve(t, "-limit", "1", "-window", "1h", "-anchor", "first-request", "-reset-always-one", "-dialect", "ietf")
 		require.Contains(t, logLine, "every reset 1s")

@@ -326,7 +326,9 @@ func gridCells() []cell {
 	// the limiter's start (AnchorFirstRequest), the weighted count rounded
 	// to the nearest unit (WithRoundedCounts), X-RateLimit resets at the
 	// current window's end (WithWindowEndResets), in Unix seconds rounded
-	// down (WithFloorResets); on round trips of a millisecond (loopback)
+	// down (WithFloorResets), a refusal's Retry-After the whole window in
+	// seconds rounded down, 0 under a second (WithRetryAfterFullWindow,
+	// WithTruncatedRetryAfter); on round trips of a millisecond (loopback)
 	// and of 20 ms.
 	httprate := gridAlg{"httprate-counter", rlt.SlidingCounter, rlt.AnchorFirstRequest}
 	for _, pt := range []point{
@@ -335,7 +337,8 @@ func gridCells() []cell {
 	} {
 		for _, rtt := range []time.Duration{time.Millisecond, gridRTT} {
 			c := newCell("go-chi/httprate's counter", "httprate", httprate, families[1], pt, rtt, 16, "/floor-resets",
-				withOptions(rlt.WithFloorResets(), rlt.WithRoundedCounts(), rlt.WithWindowEndResets()))
+				withOptions(rlt.WithFloorResets(), rlt.WithRoundedCounts(), rlt.WithWindowEndResets(),
+					rlt.WithRetryAfterFullWindow(), rlt.WithTruncatedRetryAfter()))
 			c.subset = pt.name == "5ps" && rtt == time.Millisecond
 			cells = append(cells, c)
 		}
