@@ -1051,7 +1051,7 @@ func (p *policy) learnPeriod(a *answer, o *ratelimit.Policy, rlo, rhi int64) {
 	reset := int64(o.Reset)
 	d := reset
 	if o.ResetAbsolute && a.date != 0 && a.k.clock.known {
-		d = a.date + reset - (a.at - a.k.clock.guess())
+		d = a.date + reset - (a.at - a.k.clock.mid())
 	}
 	lo, hi := d, max((d+1e9-1)/1e9*1e9, 1e9)
 	if reset%1e9 == 0 {

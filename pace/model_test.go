@@ -298,6 +298,42 @@ func TestSlidingLog(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
+// A server's clock off the client's.
+
+// TestServerClockAhead: a server whose clock is 3 s ahead of the client's
+// writes its resets as instants on that clock (X-RateLimit's epoch
+// seconds, Anthropic's dates), and its Date, in whole seconds, bounds the
+// offset only within a second at first. The delay to a reset is read with
+// the offset the bounds allow: none, where they allow it, and their middle
+// where they rule it out. Before, it was read with the bound nearest none,
+// the clocks taken to differ as little as the bounds allow: a server
+// ahead was taken for up to a second less ahead, its resets up to a second
+// later, and its window (a sliding log's, an anchored window's, a
+// counter's) learnt as two or three seconds where it is one, paced at
+// half (1.99x on the grid's cells, 200 admitted in 8 s here); now
+// 401-403. A server behind, its resets taken earlier, was and is paced at
+// its rate.
+func TestServerClockAhead(t *testing.T) {
+	for _, alg := range []ratelimittest.Algorithm{ratelimittest.SlidingLog, ratelimittest.SlidingCounter} {
+		for _, d := range []ratelimittest.Dialect{ratelimittest.XRateLimit, ratelimittest.Anthropic} {
+			for _, skew := range []time.Duration{3 * time.Second, -3 * time.Second} {
+				t.Run(fmt.Sprintf("%s/%s/%v", alg, d, skew), func(t *testing.T) {
+					q := ratelimittest.Quota{Algorithm: alg, Limit: 50, Window: time.Second}
+					e := emulate(t, emu{
+						opts:    []ratelimittest.Option{ratelimittest.WithQuota(q), ratelimittest.WithDialect(d), ratelimittest.WithDateSkew(skew)},
+						workers: 16, latency: 20 * time.Millisecond, span: 8 * time.Second, start: t0.Add(ms(370)),
+					})
+					t.Logf("%d sends, %d refused (%v), waits %v", len(e.sends), len(e.refused), e.refused, e.whys)
+					require.LessOrEqual(t, len(e.refused), 4, "refused")
+					// 50 at once, then 50 a second: 400 by 7 s at most.
+					require.GreaterOrEqual(t, e.admitted(), 300, "admitted in 8 s")
+				})
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
 // Sliding counters.
 
 // TestCounterOffTheSecond: a sliding window counter whose windows start

@@ -504,6 +504,15 @@ func (c *offset) guess() int64 {
 	return min(max(0, c.lo), c.hi)
 }
 
+// mid is the offset taken for a delay to an instant the server wrote:
+// none, unless the bounds rule it out, and then the middle of the bounds.
+func (c *offset) mid() int64 {
+	if !c.known || c.lo <= 0 && 0 <= c.hi {
+		return 0
+	}
+	return c.lo + (c.hi-c.lo)/2
+}
+
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {
 		return 0

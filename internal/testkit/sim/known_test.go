@@ -24,7 +24,6 @@ const (
 	whyRTT200          = "round trips of 100-300 ms: answers are up to 150 ms old when they arrive, and requests go when the quota returns by headway's clock, reaching the server half a round trip later"
 	whySkew            = "a fixed window with the server's Date 3 s off the client's clock: the window's end, guessed from the reset read against the Date, is late"
 	whyCharge          = "refusals are charged: a refused request counts at the server as an admission the client's ledger does not have, so the server is taken for a window (or a slower bucket) and requests wait for whole-second resets (up to 2.3x)"
-	whyRTT200Window    = "round trips of 100-300 ms on a fixed window with t= delays: the requests in flight when a window is spent are not held back, up to 16 reach it at once and are refused, and each Retry-After pauses the key"
 	whyCounterOpen     = "the sliding counter's phase is no longer taken from the server's Date (go-chi/httprate's windows are not on its seconds): until the answers narrow it, the counter explains a window's, a log's or a bucket's answers at some phase and stays a candidate, held to the most any phase allows, so the key waits for it longer, or a probe is refused to rule it out"
 	whyLag             = "one-sided lags on the way out (10 ms on average, in round trips of 20 ms): the client takes each request to have been counted half way through its round trip, which a lagged one reached later, so its unit returns, its window opens and its bucket's level falls later than the client counts; requests sent on that count land a few ms early and are refused, and each refusal's whole-second Retry-After pauses the key"
 	whyGoLimiter       = "sethvargo/go-limiter's windows (fixed, on from the first request, resets and Retry-After dates rounded down to the second): the resets say only that the quota returns within a second; at 2 or 3 per window the window of a second is refuted and a bucket at the windows' rate paces, sending one unit half a refill after two, which the window refuses; since the first such refusal doubts the bucket (pace's doubtRates: its rate measured with 2×limit units of noise, and the search for a shorter window opened to it), the refusals are a few where they were a quarter to a third of the attempts, and no request fails (one to four did), but the search paces slower on 20 ms round trips (1.5-1.7x where it took 1.1x), and at 2 per 200 ms on a millisecond the bucket still paces a quarter refused; at 3 per 300 ms on a millisecond the window of a second stands and paces (3.2x); at 1 per 100 ms and 10 per 200 ms as whySubSecond"
@@ -38,7 +37,6 @@ const (
 	whySubSecondSilent = "no headers, a window shorter than a second: as the silent model's other small windows, the first burst's refusals and the search among candidates cost a short run its target"
 	whySubSecondBucket = "a bucket of 5 per 100 ms with whole-second resets: its admissions, more than any window of a second admits, begin a search for a shorter window (pace's policy.countCap), which holds the last unit of each burst back for a while, as long as a window stands"
 	whyBurstShort      = "a bucket with a burst of 6 at 50/s with Unix-time resets: more admitted within a second than any window of one admits begins a search for a shorter window (pace's policy.countCap), which paces a little slower while the window stands: 6.20 s where it took 6.19 s, just past 1.05x"
-	whyWindowAsLog     = "256 workers on a fixed window with whole-second resets: taken for a sliding log, requests wait for units to age out one by one instead of for the window's end, and probes are refused"
 )
 
 // known lists the cells of the grid that miss their target: what each
@@ -98,7 +96,6 @@ var known = map[string]knownCell{
 	"sliding-log/none+retry-after/5ps/rtt20±50%/w16":                     {0.0991, 1.07, 0, whySilent5ps},
 	"sliding-log/none/5ps/rtt20±50%/w16":                                 {0.0991, 1.07, 0, whySilent5ps},
 	"sliding-counter/ietf/5ps/rtt20±50%/w16":                             {0.0000, 1.15, 0, whyCounterSlack},
-	"sliding-counter/x-ratelimit/5ps/rtt20±50%/w16":                      {0.0196, 1.04, 0, whyCounterSlack},
 	"sliding-counter/anthropic/5ps/rtt20±50%/w16":                        {0.0099, 1.14, 0, whyCounterSlack},
 	"sliding-counter/none+retry-after/5ps/rtt20±50%/w16":                 {0.0910, 1.01, 0, whySilentCounter},
 	"sliding-counter/none/5ps/rtt20±50%/w16":                             {0.0991, 1.02, 0, whySilentCounter},
@@ -213,17 +210,12 @@ var known = map[string]knownCell{
 	"fixed-window/anthropic/50ps/rtt20±50%/w16/skew+3s":                  {0.0033, 1.09, 0, whySkew},
 	"fixed-window/none+retry-after/50ps/rtt20±50%/w16/skew+3s":           {0.0507, 1.22, 0, whySilentFirst},
 	"fixed-window/none/50ps/rtt20±50%/w16/skew+3s":                       {0.0415, 1.20, 0, whySilentFirst},
-	"anchored-window/x-ratelimit/50ps/rtt20±50%/w16/skew+3s":             {0.0033, 1.99, 0, whyAnchored},
-	"anchored-window/anthropic/50ps/rtt20±50%/w16/skew+3s":               {0.0033, 1.99, 0, whyAnchored},
 	"anchored-window/none+retry-after/50ps/rtt20±50%/w16/skew+3s":        {0.0416, 1.23, 0, whySilentFirst},
 	"anchored-window/none/50ps/rtt20±50%/w16/skew+3s":                    {0.0506, 1.15, 0, whySilentFirst},
-	"sliding-log/x-ratelimit/50ps/rtt20±50%/w16/skew+3s":                 {0.0033, 1.99, 0, whyLogRounded},
-	"sliding-log/anthropic/50ps/rtt20±50%/w16/skew+3s":                   {0.0033, 1.99, 0, whyLogRounded},
 	"sliding-log/none+retry-after/50ps/rtt20±50%/w16/skew+3s":            {0.0446, 1.15, 0, whySilentFirst},
 	"sliding-log/none/50ps/rtt20±50%/w16/skew+3s":                        {0.0506, 1.15, 0, whySilentFirst},
 	"sliding-counter/ietf/50ps/rtt20±50%/w16/skew+3s":                    {0.0000, 1.08, 0, whyCounterSlow},
-	"sliding-counter/x-ratelimit/50ps/rtt20±50%/w16/skew+3s":             {0.0033, 1.80, 0, whyCounterSlow},
-	"sliding-counter/anthropic/50ps/rtt20±50%/w16/skew+3s":               {0.0033, 1.80, 0, whyCounterSlow},
+	"sliding-counter/anthropic/50ps/rtt20±50%/w16/skew+3s":               {0.0033, 1.07, 0, whyCounterSlow},
 	"sliding-counter/none+retry-after/50ps/rtt20±50%/w16/skew+3s":        {0.0446, 1.22, 0, whySilentCounter},
 	"sliding-counter/none/50ps/rtt20±50%/w16/skew+3s":                    {0.0476, 1.06, 0, whySilentCounter},
 	"token-bucket/none+retry-after/50ps/rtt20±50%/w16/skew+3s":           {0.0446, 1.06, 0, whySilentFirst},
