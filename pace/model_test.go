@@ -385,15 +385,20 @@ func TestBucketRate(t *testing.T) {
 				},
 				workers: 8, latency: 20 * time.Millisecond, span: 30 * time.Second,
 			})
-			from, to := sec(5), sec(30)
-			n := e.sentIn(from, to)
-			t.Logf("%d sends, %d refused (%v), waits %v; %d in [%v, %v)", len(e.sends), len(e.refused), e.refused, e.whys, n, from, to)
+			t.Logf("%d sends, %d refused (%v), waits %v", len(e.sends), len(e.refused), e.refused, e.whys)
 			require.LessOrEqual(t, len(e.refused), 2, "refused")
-			secs := (to - from).Seconds()
-			require.GreaterOrEqualf(t, float64(n), 0.95*rate*secs, "paced at %.2f/s, below the true rate", float64(n)/secs)
-			require.LessOrEqualf(t, float64(n), rate*secs+2, "paced at %.2f/s, above the true rate", float64(n)/secs)
+			requirePacedAt(t, e, rate, sec(5), sec(30), 0.95)
 		})
 	}
+}
+
+// requirePacedAt requires that e sent, in [from, to), at least share of
+// rate (per second) and no more than rate and two.
+func requirePacedAt(t *testing.T, e *emulation, rate float64, from, to time.Duration, share float64) {
+	t.Helper()
+	n, secs := float64(e.sentIn(from, to)), (to - from).Seconds()
+	require.GreaterOrEqualf(t, n, share*rate*secs, "paced at %.3f/s in [%v, %v), below the true rate", n/secs, from, to)
+	require.LessOrEqualf(t, n, rate*secs+2, "paced at %.3f/s in [%v, %v), above the true rate", n/secs, from, to)
 }
 
 // TestResetsBoundTheProbedRate guards what a probe of a bucket's rate
@@ -418,13 +423,9 @@ func TestResetsBoundTheProbedRate(t *testing.T) {
 				},
 				workers: 16, latency: 20 * time.Millisecond, span: 60 * time.Second,
 			})
-			from, to := sec(5), sec(60)
-			n := e.sentIn(from, to)
-			t.Logf("%d sends, %d refused (%v), %d probes refused; %d in [%v, %v)", len(e.sends), len(e.refused), e.refused, e.probes, n, from, to)
+			t.Logf("%d sends, %d refused (%v), %d probes refused", len(e.sends), len(e.refused), e.refused, e.probes)
 			require.LessOrEqual(t, len(e.refused), 2, "refused")
-			want := float64(limit) * (to - from).Seconds() / window.Seconds()
-			require.GreaterOrEqualf(t, float64(n), 0.97*want, "paced below the true rate")
-			require.LessOrEqual(t, float64(n), want+2, "paced above the true rate")
+			requirePacedAt(t, e, limit/window.Seconds(), sec(5), sec(60), 0.97)
 		})
 	}
 }
