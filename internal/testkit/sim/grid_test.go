@@ -342,6 +342,16 @@ func gridCells() []cell {
 			c.subset = pt.name == "5ps" && rtt == time.Millisecond
 			cells = append(cells, c)
 		}
+		// The same on loopback with the run started 870 ms into a
+		// second instead of 370: httprate's windows start when the
+		// limiter does, so where the server's seconds fall in them
+		// varies from run to run, and at some phases the pacing is
+		// trapped (see whyHTTPRatePhase).
+		c := newCell("go-chi/httprate's counter", "httprate", httprate, families[1], pt, time.Millisecond, 16, "/floor-resets/phase870ms",
+			withOptions(rlt.WithFloorResets(), rlt.WithRoundedCounts(), rlt.WithWindowEndResets(),
+				rlt.WithRetryAfterFullWindow(), rlt.WithTruncatedRetryAfter()))
+		c.s.Phase = 870 * time.Millisecond
+		cells = append(cells, c)
 	}
 	pairs := []struct {
 		pt   point // names the pair; its limit and window are the tighter policy's
@@ -465,7 +475,7 @@ func TestGridSubset(t *testing.T) {
 	require.Len(t, want["alg"], 9, "the 7 algorithms, go-limiter's windows and httprate's counter")
 	require.Len(t, want["family"], 5)
 	require.Len(t, want["variation"], 17, "none, rtt1, rtt200, w1, w256, skew+3s, skew-3s, charge-refused, lag10ms, burst, fast, subsecond, go-limiter, httprate, misleading, foreign, slow-silent")
-	require.Len(t, all, 7*5*5+8*7*5+2*6*5+2*7*5+2*7*7+5*2+5*2+2*4*3+7*5+2*7*2)
+	require.Len(t, all, 7*5*5+8*7*5+2*6*5+2*7*5+2*7*7+5*2+5*3+2*4*3+7*5+2*7*2)
 	t.Logf("%d cells, %d in the default subset", len(all), subset)
 }
 
