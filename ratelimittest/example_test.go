@@ -10,11 +10,14 @@ import (
 	"github.com/headway-go/headway/ratelimittest"
 )
 
-// A test server that allows 3 requests per second and says so in the IETF
-// headers; the fourth request is refused with Retry-After.
+// A test server that allows 3 requests a minute and says so in the IETF
+// headers; the fourth request is refused with Retry-After. (Its window
+// starts at the first request, so that the four fall in one window
+// however slowly they run; a window on the clock's minutes could end
+// between two of them.)
 func ExampleNewServer() {
 	srv := ratelimittest.NewServer(nil,
-		ratelimittest.WithQuota(ratelimittest.Quota{Name: "api", Limit: 3, Window: time.Second}),
+		ratelimittest.WithQuota(ratelimittest.Quota{Name: "api", Limit: 3, Window: time.Minute, Anchor: ratelimittest.AnchorFirstRequest}),
 		ratelimittest.WithDialect(ratelimittest.IETF))
 	defer srv.Close()
 
@@ -30,10 +33,10 @@ func ExampleNewServer() {
 	st := srv.Stats()
 	fmt.Println("served", st.Served, "rejected", st.Rejected)
 	// Output:
-	// 200 "api";q=3;w=1 false
-	// 200 "api";q=3;w=1 false
-	// 200 "api";q=3;w=1 false
-	// 429 "api";q=3;w=1 true
+	// 200 "api";q=3;w=60 false
+	// 200 "api";q=3;w=60 false
+	// 200 "api";q=3;w=60 false
+	// 429 "api";q=3;w=60 true
 	// served 3 rejected 1
 }
 
