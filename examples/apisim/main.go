@@ -249,32 +249,28 @@ func parseFlags(args []string, out io.Writer) (*settings, error) {
 	if latency != 0 {
 		s.opts = append(s.opts, ratelimittest.WithLatency(latency))
 	}
-	if *misleading {
-		s.opts = append(s.opts, ratelimittest.WithMisleadingHeaders())
-	}
 	if *missingEvery != 0 {
 		s.opts = append(s.opts, ratelimittest.WithMissingHeaders(*missingEvery))
 	}
 	if skew != 0 {
 		s.opts = append(s.opts, ratelimittest.WithDateSkew(skew))
 	}
-	if *coarse {
-		s.opts = append(s.opts, ratelimittest.WithCoarseResets())
-	}
-	if *resetOne {
-		s.opts = append(s.opts, ratelimittest.WithResetAlwaysOne())
-	}
-	if *floorResets {
-		s.opts = append(s.opts, ratelimittest.WithFloorResets())
-	}
-	if *rounded {
-		s.opts = append(s.opts, ratelimittest.WithRoundedCounts())
-	}
-	if *endResets {
-		s.opts = append(s.opts, ratelimittest.WithWindowEndResets())
-	}
-	if *truncRA {
-		s.opts = append(s.opts, ratelimittest.WithTruncatedRetryAfter())
+	// The switches that each turn one misbehaviour or quirk on.
+	for _, q := range []struct {
+		on  bool
+		opt ratelimittest.Option
+	}{
+		{*misleading, ratelimittest.WithMisleadingHeaders()},
+		{*coarse, ratelimittest.WithCoarseResets()},
+		{*resetOne, ratelimittest.WithResetAlwaysOne()},
+		{*floorResets, ratelimittest.WithFloorResets()},
+		{*rounded, ratelimittest.WithRoundedCounts()},
+		{*endResets, ratelimittest.WithWindowEndResets()},
+		{*truncRA, ratelimittest.WithTruncatedRetryAfter()},
+	} {
+		if q.on {
+			s.opts = append(s.opts, q.opt)
+		}
 	}
 	return s, nil
 }
