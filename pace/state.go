@@ -504,8 +504,14 @@ func (c *offset) guess() int64 {
 	return min(max(0, c.lo), c.hi)
 }
 
-// mid is the offset taken for a delay to an instant the server wrote:
-// none, unless the bounds rule it out, and then the middle of the bounds.
+// mid is the offset taken for a delay to an instant the server wrote (how
+// far a reset is: learnPeriod): none, unless the bounds rule it out, and
+// then the middle of the bounds. The bound nearest none (guess) takes a
+// server ahead for up to a second less ahead than it is, and its resets
+// for that much later: a window of a second was learnt as two or three.
+// guess stays where a fixed window's end is guessed on the server's
+// seconds (aligned), which a probe tests: the middle there moved the
+// grid's fixed windows 3 s off from 1.09x to 1.23x.
 func (c *offset) mid() int64 {
 	if !c.known || c.lo <= 0 && 0 <= c.hi {
 		return 0
